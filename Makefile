@@ -1,0 +1,46 @@
+# The two commands of README.md, and their helpers.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test bench lint format setup browser-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+setup: $(STAMP)
+
+## make run: the service on SQLite with demo data, served by gunicorn.
+run: $(STAMP)
+	@test -f .env || { echo "DEBUG=true" > .env; echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env; }
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py collectstatic --noinput -v0
+	@$(PY) manage.py seed_demo | tee .demo.txt
+	@echo "Service:     http://$(HOST):$(PORT)/  (API under /api/v1, operator console /admin/)"
+	$(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+
+## make test: the whole suite on a throwaway PostgreSQL (started and removed by the suite).
+test: $(STAMP) browser-deps
+	$(VENV)/bin/pytest
+
+## make bench: figures on PostgreSQL + gunicorn; never run as tests.
+bench: $(STAMP)
+	$(PY) bench/bulk.py
+
+browser-deps:
+	@true
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles .demo.txt

@@ -1,0 +1,120 @@
+"""Pricing plans, prepaid wallets with an append-only ledger, and monthly invoices."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import Environment
+
+MONEY = {"max_digits": 12, "decimal_places": 2}
+
+
+class PricingPlan(models.Model):
+    """price = base_fee + per_km_fee × max(0, km − included_km), half-up to cents."""
+
+    name = models.CharField(max_length=100)
+    base_fee = models.DecimalField(**MONEY)
+    per_km_fee = models.DecimalField(**MONEY)
+    included_km = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(base_fee__gte=0) & Q(per_km_fee__gte=0) & Q(included_km__gte=0),
+                name="pricing_plan_non_negative",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.base_fee} + {self.per_km_fee}/km over {self.included_km} km"
+
+
+class Wallet(models.Model):
+    """One per business and environment. Its row lock also serialises that account's batches."""
+
+    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE, related_name="wallets")
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["business", "environment"], name="wallet_per_environment"),
+            models.CheckConstraint(condition=Q(balance__gte=0), name="wallet_balance_non_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.business} {self.environment} wallet"
+
+
+class EntryKind(models.TextChoices):
+    TOP_UP = "TOP_UP", "Top-up"
+    ORDER_DEBIT = "ORDER_DEBIT", "Order debit"
+    REFUND = "REFUND", "Refund"
+    ADJUSTMENT = "ADJUSTMENT", "Adjustment"
+
+
+class LedgerEntry(models.Model):
+    """A signed movement of a wallet: a new row, never an edit. balance = sum(amount)."""
+
+    wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="entries")
+    kind = models.CharField(max_length=12, choices=EntryKind.choices)
+    amount = models.DecimalField(**MONEY)
+    balance_after = models.DecimalField(**MONEY)
+    drop = models.ForeignKey("orders.Drop", null=True, blank=True, on_delete=models.PROTECT)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "ledger entries"
+        constraints = [
+            models.CheckConstraint(condition=Q(balance_after__gte=0), name="ledger_balance_after_non_negative")
+        ]
+
+
+class InvoiceStatus(models.TextChoices):
+    OPEN = "OPEN", "Open"
+    ISSUED = "ISSUED", "Issued"
+    PAID = "PAID", "Paid"
+    CLOSED = "CLOSED", "Closed (sandbox, not billed)"
+
+
+class Invoice(models.Model):
+    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE, related_name="invoices")
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    period = models.CharField(max_length=7, help_text="YYYY-MM in the service time zone")
+    status = models.CharField(max_length=8, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN)
+    accrued = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    issued_on = models.DateField(null=True, blank=True)
+    due_on = models.DateField(null=True, blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-period"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "environment", "period"], name="invoice_per_month"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.business} {self.environment} {self.period}"
+
+
+class InvoiceLine(models.Model):
+    """One accrual (positive) or its reversal (negative). accrued = sum(amount)."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="lines")
+    drop = models.ForeignKey("orders.Drop", null=True, blank=True, on_delete=models.PROTECT)
+    amount = models.DecimalField(**MONEY)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -1,0 +1,206 @@
+"""Money: pricing, wallet debits and credits, invoice accruals. Exact Decimal throughout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from accounts.models import BillingModel, Business
+from billing.models import (
+    EntryKind,
+    Invoice,
+    InvoiceLine,
+    InvoiceStatus,
+    LedgerEntry,
+    PricingPlan,
+    Wallet,
+)
+
+CENT = Decimal("0.01")
+
+
+class BillingError(Exception):
+    """A money operation that would break an invariant (e.g. a negative balance)."""
+
+
+def price_for(plan: PricingPlan, km: float) -> Decimal:
+    """base_fee + per_km_fee × max(0, km − included_km), rounded half-up to cents."""
+    # repr() gives the shortest decimal that round-trips the float, so no binary noise.
+    billable = max(Decimal(0), Decimal(repr(km)) - plan.included_km)
+    return (plan.base_fee + plan.per_km_fee * billable).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def invoice_period(moment: datetime) -> str:
+    """The invoice month of a moment: calendar month in the service time zone."""
+    return moment.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m")
+
+
+@dataclass
+class Till:
+    """Charges one batch's drops on one account, in submission order, then settles in bulk.
+
+    Opened inside the batch transaction. Opening locks the environment's wallet row
+    (SELECT ... FOR UPDATE): a concurrent batch of the same account waits here until we
+    commit, so it sees our debits and our drops. A row lock rather than a conditional
+    UPDATE because the decision for each drop depends on what the earlier drops spent,
+    and the duplicate-id check must also see the other batch's committed drops.
+    """
+
+    business: Business
+    environment: str
+    wallet: Wallet
+    plan: PricingPlan
+    remaining: Decimal
+    charges: list[tuple[object, Decimal]] = field(default_factory=list)
+
+    @property
+    def is_wallet(self) -> bool:
+        return self.business.billing_model == BillingModel.WALLET
+
+    def try_charge(self, price: Decimal) -> bool:
+        """Reserve a drop's price. False when the wallet cannot cover it."""
+        if self.is_wallet:
+            if price > self.remaining:
+                return False
+            self.remaining -= price
+        return True
+
+    def record(self, drop_id, price: Decimal) -> None:
+        self.charges.append((drop_id, price))
+
+    def settle(self, *, at: datetime) -> None:
+        """Write the reserved charges: ledger debits and the balance, or invoice lines."""
+        if not self.charges:
+            return
+        if self.is_wallet:
+            self._debit_wallet(at)
+        else:
+            self._accrue_invoice(at)
+
+    def _debit_wallet(self, at: datetime) -> None:
+        balance = self.wallet.balance
+        entries = []
+        for drop_id, price in self.charges:
+            balance -= price
+            entries.append(LedgerEntry(
+                wallet_id=self.wallet.pk, kind=EntryKind.ORDER_DEBIT, amount=-price,
+                balance_after=balance, drop_id=drop_id, created_at=at,
+            ))
+        assert balance == self.remaining >= 0
+        LedgerEntry.objects.bulk_create(entries)
+        Wallet.objects.filter(pk=self.wallet.pk).update(balance=balance, updated_at=at)
+        self.wallet.balance = balance
+
+    def _accrue_invoice(self, at: datetime) -> None:
+        invoice = open_invoice(business=self.business, environment=self.environment, at=at)
+        total = sum((price for _, price in self.charges), Decimal("0.00"))
+        InvoiceLine.objects.bulk_create([
+            InvoiceLine(invoice_id=invoice.pk, drop_id=drop_id, amount=price,
+                        description="Delivery", created_at=at)
+            for drop_id, price in self.charges
+        ])
+        Invoice.objects.filter(pk=invoice.pk).update(accrued=F("accrued") + total)
+
+
+def open_till(*, business: Business, environment: str) -> Till:
+    wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+    plan = business.pricing_plan
+    if plan is None:
+        raise BillingError("The business has no pricing plan.")
+    return Till(business, environment, wallet, plan, wallet.balance)
+
+
+def open_invoice(*, business: Business, environment: str, at: datetime) -> Invoice:
+    """The OPEN invoice of the month of `at`; the caller holds the account lock."""
+    invoice, _ = Invoice.objects.get_or_create(
+        business=business, environment=environment, period=invoice_period(at)
+    )
+    return invoice
+
+
+def ensure_wallets(*, business: Business) -> None:
+    Wallet.objects.bulk_create(
+        [Wallet(business=business, environment=env) for env in ("live", "sandbox")],
+        ignore_conflicts=True,
+    )
+
+
+@transaction.atomic
+def post_wallet_entry(
+    *,
+    business: Business,
+    environment: str,
+    amount: Decimal,
+    kind: str = EntryKind.TOP_UP,
+    actor=None,
+    note: str = "",
+    drop=None,
+) -> LedgerEntry:
+    """Credit (positive) or debit (negative) a wallet by appending a ledger entry."""
+    amount = Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP)
+    if kind == EntryKind.TOP_UP and amount <= 0:
+        raise BillingError("A top-up must be positive.")
+    wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+    balance = wallet.balance + amount
+    if balance < 0:
+        raise BillingError(f"The balance would become negative ({balance}).")
+    entry = LedgerEntry.objects.create(
+        wallet=wallet, kind=kind, amount=amount, balance_after=balance,
+        actor=actor, note=note, drop=drop,
+    )
+    Wallet.objects.filter(pk=wallet.pk).update(balance=balance)
+    return entry
+
+
+def set_pricing(
+    *,
+    business: Business,
+    base_fee: Decimal,
+    per_km_fee: Decimal,
+    included_km: Decimal = Decimal("0"),
+) -> PricingPlan:
+    plan = business.pricing_plan or PricingPlan(name=f"{business.name} plan")
+    plan.base_fee, plan.per_km_fee, plan.included_km = base_fee, per_km_fee, included_km
+    plan.save()
+    if business.pricing_plan_id != plan.pk:
+        business.pricing_plan = plan
+        business.save(update_fields=["pricing_plan"])
+    return plan
+
+
+def account_summary(*, business: Business, environment: str, at: datetime) -> dict:
+    """The billing part of GET /account."""
+    plan = business.pricing_plan
+    summary: dict = {
+        "billing_model": business.billing_model,
+        "currency": settings.CURRENCY,
+        "pricing": {
+            "base_fee": _money(plan.base_fee) if plan else None,
+            "per_km_fee": _money(plan.per_km_fee) if plan else None,
+            "included_km": str(plan.included_km) if plan else None,
+        },
+    }
+    if business.billing_model == BillingModel.WALLET:
+        wallet = Wallet.objects.get(business=business, environment=environment)
+        summary["wallet"] = {"balance": _money(wallet.balance)}
+    else:
+        period = invoice_period(at)
+        invoice = Invoice.objects.filter(
+            business=business, environment=environment, period=period
+        ).first()
+        summary["invoice"] = {
+            "period": period,
+            "accrued": _money(invoice.accrued if invoice else Decimal("0")),
+            "status": invoice.status if invoice else InvoiceStatus.OPEN,
+        }
+    return summary
+
+
+def _money(value: Decimal) -> str:
+    return format(value.quantize(CENT), "f")

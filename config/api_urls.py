@@ -1,0 +1,27 @@
+"""Routes of /api/v1: one DRF router over the apps' viewsets."""
+
+from django.urls import re_path
+from rest_framework.routers import SimpleRouter
+
+from accounts.api import AccountViewSet
+from config.api import error_response
+from geo.api import ServiceAreaViewSet
+from orders.api import BatchViewSet, OrderViewSet
+from tracking.api import TrackingViewSet
+
+router = SimpleRouter()
+router.trailing_slash = "/?"  # both /orders/bulk and /orders/bulk/ answer
+router.register("orders", OrderViewSet, basename="orders")
+router.register("orders", TrackingViewSet, basename="tracking")
+router.register("batches", BatchViewSet, basename="batches")
+router.register("account", AccountViewSet, basename="account")
+router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
+
+
+
+def unknown_path(request, rest=""):
+    """Any other path under /api/v1 is a JSON 404, in DEBUG too."""
+    return error_response(request, 404, "NOT_FOUND", "No such resource.")
+
+
+urlpatterns = [*router.urls, re_path(r"^(?P<rest>.*)$", unknown_path)]

@@ -1,0 +1,62 @@
+"""Service coverage and opening hours, loaded once per batch and asked for many points."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, time
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import shapely
+from django.conf import settings
+
+from geo.geometry import geometry_from_geojson, points_within
+from geo.models import ServiceArea
+
+
+@dataclass(slots=True)
+class Area:
+    id: int
+    name: str
+    geometry: object
+    hours: dict[int, list[tuple[time, time]]] = field(default_factory=dict)
+
+    def is_open_at(self, moment: datetime) -> bool:
+        local = moment.astimezone(ZoneInfo(settings.TIME_ZONE))
+        clock = local.time().replace(tzinfo=None)
+        return any(opens <= clock < closes for opens, closes in self.hours.get(local.weekday(), ()))
+
+
+class Coverage:
+    """The active service areas, with a vectorised point-in-area test."""
+
+    def __init__(self, areas: list[Area]) -> None:
+        self.areas = areas
+        for area in areas:
+            shapely.prepare(area.geometry)
+
+    def locate(self, lats: list[float], longs: list[float]) -> list[tuple[int, ...]]:
+        """For each point, the indexes of the areas that contain it (empty: not served)."""
+        lat_arr = np.asarray(lats, dtype=float)
+        long_arr = np.asarray(longs, dtype=float)
+        if not self.areas:
+            return [()] * len(lats)
+        masks = np.vstack([points_within(a.geometry, lat_arr, long_arr) for a in self.areas])
+        if len(self.areas) == 1:
+            return [(0,) if inside else () for inside in masks[0].tolist()]
+        return [tuple(np.flatnonzero(column).tolist()) for column in masks.T]
+
+    def is_open(self, area_indexes: tuple[int, ...], moment: datetime) -> bool:
+        return any(self.areas[i].is_open_at(moment) for i in area_indexes)
+
+
+def load_coverage() -> Coverage:
+    """Two queries: the active areas and their hours."""
+    areas = []
+    for row in ServiceArea.objects.filter(active=True).prefetch_related("hours"):
+        hours: dict[int, list[tuple[time, time]]] = defaultdict(list)
+        for h in row.hours.all():
+            hours[h.weekday].append((h.opens, h.closes))
+        areas.append(Area(row.id, row.name, geometry_from_geojson(row.geojson), dict(hours)))
+    return Coverage(areas)

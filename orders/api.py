@@ -1,0 +1,54 @@
+"""HTTP for batches: translate a request into a service call and back, nothing else."""
+
+from __future__ import annotations
+
+import uuid
+
+
+from django.conf import settings
+from rest_framework import viewsets
+from rest_framework.decorators import action
+
+from config.api import ApiError, envelope, json_response
+from orders.inputs import idempotency_key_from, parse_batch
+from orders.selectors import batch_detail
+from orders.services import create_batch
+
+
+def base_url_of(request) -> str:
+    return settings.BASE_URL or f"{request.scheme}://{request.get_host()}"
+
+
+class OrderViewSet(viewsets.ViewSet):
+    @action(detail=False, methods=["post"], url_path="bulk")
+    def bulk(self, request):
+        key = idempotency_key_from(request)
+        batch_in = parse_batch(request.data)
+        outcome = create_batch(
+            business=request.auth.business,
+            environment=request.auth.environment,
+            idempotency_key=key,
+            batch=batch_in,
+            base_url=base_url_of(request),
+        )
+        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
+        return json_response(outcome.body, 200, headers)
+
+
+class BatchViewSet(viewsets.ViewSet):
+    lookup_value_regex = "[^/]+"
+
+    def retrieve(self, request, pk=None):
+        try:
+            batch_id = uuid.UUID(pk)
+        except ValueError as exc:
+            raise ApiError(404, "NOT_FOUND", "No such batch.") from exc
+        data = batch_detail(
+            business=request.auth.business, environment=request.auth.environment, batch_id=batch_id
+        )
+        if data is None:
+            raise ApiError(404, "NOT_FOUND", "No such batch.")
+        return envelope(data)
+
+
+

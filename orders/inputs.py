@@ -1,0 +1,219 @@
+"""Shape validation of POST /orders/bulk: every request-level 400 of DESIGN.md §4.
+
+Hand-written rather than DRF serializers because it runs once per drop on the hot path
+(5000 drops in one call); phone and coordinate *validity* is not checked here, since a
+bad phone or pin rejects only its own drop (see orders.decisions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from config.api import ApiError, validation_error
+
+MAX_ID = 100
+MAX_NAME = 200
+MAX_WAYBILL = 200
+MAX_ADDRESS_PART = 500
+
+
+@dataclass(slots=True)
+class Place:
+    """A location as sent: raw coordinates (checked later) and/or an address."""
+
+    lat: Any
+    long: Any
+    address: dict[str, str] | None
+
+    @property
+    def has_coordinates(self) -> bool:
+        return self.lat is not None or self.long is not None
+
+
+@dataclass(slots=True)
+class PickupIn:
+    name: str
+    phone: Any
+    place: Place
+    scheduled_at: datetime | None
+
+
+@dataclass(slots=True)
+class DropIn:
+    client_order_id: str
+    external_waybill: str | None
+    name: str
+    phone: Any
+    place: Place
+
+
+@dataclass(slots=True)
+class GroupIn:
+    pickup: PickupIn
+    drops: list[DropIn]
+
+
+@dataclass(slots=True)
+class BatchIn:
+    client_batch_id: str
+    groups: list[GroupIn]
+    fingerprint: str
+
+    @property
+    def drop_count(self) -> int:
+        return sum(len(g.drops) for g in self.groups)
+
+
+def fingerprint_of(body: Any) -> str:
+    """SHA-256 of the parsed JSON with sorted keys: key order and whitespace don't count."""
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def idempotency_key_from(request) -> uuid.UUID:
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None or not raw.strip():
+        raise ApiError(400, "IDEMPOTENCY_KEY_MISSING", "The Idempotency-Key header is required.")
+    try:
+        return uuid.UUID(raw.strip())
+    except ValueError as exc:
+        raise ApiError(
+            400, "IDEMPOTENCY_KEY_INVALID", "The Idempotency-Key header must be a UUID."
+        ) from exc
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.items: list[dict[str, str]] = []
+
+    def add(self, field: str, message: str) -> None:
+        self.items.append({"field": field, "message": message})
+
+    def text(self, obj: dict, key: str, path: str, max_len: int, required: bool = True) -> Any:
+        value = obj.get(key)
+        where = f"{path}.{key}" if path else key
+        if value is None:
+            if required:
+                self.add(where, "This field is required.")
+            return None
+        if not isinstance(value, str):
+            self.add(where, "Must be a string.")
+            return None
+        if required and not value.strip():
+            self.add(where, "Must not be empty.")
+            return None
+        if len(value) > max_len:
+            self.add(where, f"Must be at most {max_len} characters.")
+            return None
+        if "\x00" in value:
+            self.add(where, "Must not contain NUL characters.")
+            return None
+        return value
+
+    def place(self, obj: dict, path: str) -> Place:
+        address = obj.get("address")
+        if address is not None:
+            address = self.address(address, f"{path}.address")
+        return Place(lat=obj.get("lat"), long=obj.get("long"), address=address)
+
+    def address(self, value: Any, path: str) -> dict[str, str] | None:
+        if not isinstance(value, dict):
+            self.add(path, "Must be an object of strings.")
+            return None
+        for key, part in value.items():
+            if not isinstance(part, str):
+                self.add(f"{path}.{key}", "Must be a string.")
+                return None
+            if len(part) > MAX_ADDRESS_PART or "\x00" in part or "\x00" in key:
+                self.add(f"{path}.{key}", "Must be a string of at most 500 characters without NUL.")
+                return None
+        return value
+
+    def scheduled_at(self, obj: dict, path: str) -> datetime | None:
+        value = obj.get("pickup_scheduled_at")
+        if value is None:
+            return None
+        where = f"{path}.pickup_scheduled_at"
+        try:
+            if not isinstance(value, str):
+                raise ValueError
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            self.add(where, "Must be an ISO 8601 timestamp with a time zone.")
+            return None
+        if moment.tzinfo is None:
+            self.add(where, "Must carry a time zone, e.g. 2026-01-31T09:30:00Z.")
+            return None
+        return moment
+
+
+def parse_batch(body: Any) -> BatchIn:
+    """Check the whole shape; raise one VALIDATION_ERROR listing every problem, or return it."""
+    if not isinstance(body, dict):
+        raise validation_error([{"field": "", "message": "The body must be a JSON object."}])
+    errors = _Errors()
+    client_batch_id = errors.text(body, "client_batch_id", "", MAX_ID)
+    orders = body.get("orders")
+    groups: list[GroupIn] = []
+    if not isinstance(orders, list) or not orders:
+        errors.add("orders", "Must be a non-empty array of pickup groups.")
+        orders = []
+    total = sum(len(g["dropoff"]) for g in orders if isinstance(g, dict) and isinstance(g.get("dropoff"), list))
+    if total > settings.MAX_DROPS_PER_BATCH:
+        raise validation_error(
+            [{"field": "orders", "message": f"At most {settings.MAX_DROPS_PER_BATCH} drops per batch; got {total}."}]
+        )
+    for gi, group in enumerate(orders):
+        gpath = f"orders[{gi}]"
+        if not isinstance(group, dict):
+            errors.add(gpath, "Must be an object with pickup and dropoff.")
+            continue
+        pickup = group.get("pickup")
+        pickup_in = None
+        if not isinstance(pickup, dict):
+            errors.add(f"{gpath}.pickup", "Must be an object.")
+        else:
+            ppath = f"{gpath}.pickup"
+            pickup_in = PickupIn(
+                name=errors.text(pickup, "name", ppath, MAX_NAME),
+                phone=pickup.get("phone"),
+                place=errors.place(pickup, ppath),
+                scheduled_at=errors.scheduled_at(pickup, ppath),
+            )
+        dropoff = group.get("dropoff")
+        drops: list[DropIn] = []
+        if not isinstance(dropoff, list) or not dropoff:
+            errors.add(f"{gpath}.dropoff", "Must be a non-empty array of drops.")
+            dropoff = []
+        for di, drop in enumerate(dropoff):
+            dpath = f"{gpath}.dropoff[{di}]"
+            if not isinstance(drop, dict):
+                errors.add(dpath, "Must be an object.")
+                continue
+            client_order_id = errors.text(drop, "client_order_id", dpath, MAX_ID)
+            waybill = errors.text(drop, "external_waybill", dpath, MAX_WAYBILL, required=False)
+            recipient = drop.get("dropoff")
+            rpath = f"{dpath}.dropoff"
+            if not isinstance(recipient, dict):
+                errors.add(rpath, "Must be an object (the recipient).")
+                continue
+            drops.append(
+                DropIn(
+                    client_order_id=client_order_id,
+                    external_waybill=waybill,
+                    name=errors.text(recipient, "name", rpath, MAX_NAME),
+                    phone=recipient.get("phone"),
+                    place=errors.place(recipient, rpath),
+                )
+            )
+        if pickup_in is not None:
+            groups.append(GroupIn(pickup=pickup_in, drops=drops))
+    if errors.items:
+        raise validation_error(errors.items)
+    return BatchIn(client_batch_id=client_batch_id, groups=groups, fingerprint=fingerprint_of(body))

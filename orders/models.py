@@ -1,0 +1,166 @@
+"""Batches, orders (one per pickup group), drops (one trackable order each) and their events."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import Environment
+
+MONEY = {"max_digits": 12, "decimal_places": 2}
+
+
+class BatchStatus(models.TextChoices):
+    PROCESSING = "PROCESSING", "Processing"
+    COMPLETED = "COMPLETED", "Completed"
+    PARTIAL = "PARTIAL", "Partial"
+    FAILED = "FAILED", "Failed"
+
+
+class DropStatus(models.TextChoices):
+    SCHEDULED = "SCHEDULED", "Scheduled"
+    PENDING = "PENDING", "Pending"
+    ASSIGNED = "ASSIGNED", "Assigned"
+    PICKED_UP = "PICKED_UP", "Picked up"
+    DELIVERED = "DELIVERED", "Delivered"
+    FAILED = "FAILED", "Failed"
+    CANCELLED = "CANCELLED", "Cancelled"
+
+
+ACTIVE_STATUSES = (
+    DropStatus.SCHEDULED,
+    DropStatus.PENDING,
+    DropStatus.ASSIGNED,
+    DropStatus.PICKED_UP,
+)
+
+
+class Batch(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT, related_name="batches")
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    client_batch_id = models.CharField(max_length=100)
+    fingerprint = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=BatchStatus.choices, default=BatchStatus.PROCESSING)
+    total = models.PositiveIntegerField(default=0)
+    accepted = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    # The full response, byte for byte, so that a replay is identical to the first answer.
+    response = models.BinaryField(default=b"")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "batches"
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "environment", "client_batch_id"], name="client_batch_id_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.client_batch_id} ({self.status})"
+
+
+class IdempotencyRecord(models.Model):
+    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE)
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    key = models.UUIDField()
+    fingerprint = models.CharField(max_length=64)
+    batch = models.ForeignKey(Batch, null=True, on_delete=models.CASCADE)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["business", "environment", "key"], name="idempotency_key_once")
+        ]
+        indexes = [models.Index(fields=["created_at"])]
+
+
+class Driver(models.Model):
+    name = models.CharField(max_length=200)
+    phone = models.CharField(max_length=20)
+    is_sandbox_test_driver = models.BooleanField(default=False)
+    active = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Order(models.Model):
+    """One pickup group with at least one accepted drop: one driver runs it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="orders")
+    business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT)
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    pickup_name = models.CharField(max_length=200)
+    pickup_phone = models.CharField(max_length=20)
+    pickup_lat = models.FloatField()
+    pickup_long = models.FloatField()
+    pickup_address = models.JSONField(null=True, blank=True)
+    pickup_resolved = models.BooleanField(default=False, help_text="Pin came from the geocoder.")
+    pickup_scheduled_at = models.DateTimeField(null=True, blank=True)
+    driver = models.ForeignKey(Driver, null=True, blank=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+
+class Drop(models.Model):
+    """One drop-off: one trackable order, keyed by the caller's client_order_id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="drops")
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="drops")
+    business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT)
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    client_order_id = models.CharField(max_length=100)
+    external_waybill = models.CharField(max_length=200, null=True, blank=True)
+    recipient_name = models.CharField(max_length=200)
+    recipient_phone = models.CharField(max_length=20)
+    lat = models.FloatField()
+    long = models.FloatField()
+    address = models.JSONField(null=True, blank=True)
+    resolved = models.BooleanField(default=False, help_text="Pin came from the geocoder.")
+    status = models.CharField(max_length=10, choices=DropStatus.choices)
+    price = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # The database's own guarantee that a client_order_id has one active drop.
+            models.UniqueConstraint(
+                fields=["business", "environment", "client_order_id"],
+                condition=Q(status__in=ACTIVE_STATUSES),
+                name="client_order_id_active_once",
+            )
+        ]
+        indexes = [models.Index(fields=["business", "environment", "client_order_id"])]
+
+    def __str__(self) -> str:
+        return self.client_order_id
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+
+class DeliveryEvent(models.Model):
+    drop = models.ForeignKey(Drop, on_delete=models.CASCADE, related_name="events")
+    status = models.CharField(max_length=10, choices=DropStatus.choices)
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["drop", "at"])]

@@ -1,0 +1,253 @@
+"""Creating a batch: claim it exactly once, decide every drop, write everything in bulk."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Business
+from billing.services import Till, open_till, price_for
+from config.api import ApiError, success_body
+from config.formats import iso_z, money
+from geo.geocoders import geocode_addresses
+from geo.geometry import haversine_km
+from geo.services import load_coverage
+from orders.db import claim
+from orders.decisions import (
+    MESSAGES,
+    Located,
+    Reason,
+    addresses_to_geocode,
+    locate,
+    pickup_time_reason,
+)
+from orders.inputs import BatchIn
+from orders.models import (
+    ACTIVE_STATUSES,
+    Batch,
+    BatchStatus,
+    DeliveryEvent,
+    Drop,
+    DropStatus,
+    IdempotencyRecord,
+    Order,
+)
+
+CREATION_ACTOR = "api"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    body: bytes
+    replayed: bool
+
+
+def create_batch(
+    *,
+    business: Business,
+    environment: str,
+    idempotency_key: uuid.UUID,
+    batch: BatchIn,
+    base_url: str,
+) -> BatchOutcome:
+    """One batch is one transaction: all of it commits, or none of it does."""
+    now = timezone.now()
+    with transaction.atomic():
+        # The idempotency row goes in first: a concurrent request with the same key
+        # blocks on its unique index until we commit, then replays what we stored.
+        record = IdempotencyRecord(
+            business=business, environment=environment, key=idempotency_key,
+            fingerprint=batch.fingerprint, created_at=now,
+        )
+        if claim(record, unique=("business", "environment", "key")) is None:
+            return _replay_for_key(business, environment, idempotency_key, batch.fingerprint)
+
+        # client_batch_id is unique for good; the same body under another key replays.
+        row = Batch(
+            business=business, environment=environment, client_batch_id=batch.client_batch_id,
+            fingerprint=batch.fingerprint, created_at=now,
+        )
+        if claim(row, unique=("business", "environment", "client_batch_id")) is None:
+            existing = Batch.objects.get(
+                business=business, environment=environment,
+                client_batch_id=batch.client_batch_id,
+            )
+            if existing.fingerprint != batch.fingerprint:
+                raise ApiError(
+                    409, "CLIENT_BATCH_ID_REUSED",
+                    "This client_batch_id was already used with a different body.",
+                )
+            IdempotencyRecord.objects.filter(pk=record.pk).update(batch=existing)
+            return BatchOutcome(bytes(existing.response), replayed=True)
+
+        body = _process(row, batch, now=now, base_url=base_url)
+        IdempotencyRecord.objects.filter(pk=record.pk).update(batch=row)
+    return BatchOutcome(body, replayed=False)
+
+
+def _replay_for_key(business, environment, key, fingerprint) -> BatchOutcome:
+    stored = IdempotencyRecord.objects.select_related("batch").get(
+        business=business, environment=environment, key=key
+    )
+    if stored.fingerprint != fingerprint:
+        raise ApiError(
+            409, "IDEMPOTENCY_KEY_REUSED",
+            "This Idempotency-Key was already used with a different body.",
+        )
+    return BatchOutcome(bytes(stored.batch.response), replayed=True)
+
+
+def _process(row: Batch, batch: BatchIn, *, now: datetime, base_url: str) -> bytes:
+    business, environment = row.business, row.environment
+    groups = batch.groups
+
+    # Where is everything? Geocode each distinct address once, then one polygon pass.
+    places = [g.pickup.place for g in groups] + [d.place for g in groups for d in g.drops]
+    pins = geocode_addresses(addresses_to_geocode(places))
+    pickups = [locate(g.pickup.place, g.pickup.phone, pins) for g in groups]
+    drops = [[locate(d.place, d.phone, pins) for d in g.drops] for g in groups]
+    _check_coverage(pickups, drops, groups, now)
+
+    # From here on we hold the account lock (see Till): no other batch of this
+    # business and environment can debit or take a client_order_id until we commit.
+    till = open_till(business=business, environment=environment)
+    all_ids = {d.client_order_id for g in groups for d in g.drops}
+    taken = set(
+        Drop.objects.filter(
+            business=business, environment=environment,
+            status__in=ACTIVE_STATUSES, client_order_id__in=all_ids,
+        ).values_list("client_order_id", flat=True)
+    )
+
+    results, orders, drop_rows, events = _decide_and_build(
+        row, groups, pickups, drops, taken, till, now
+    )
+    Order.objects.bulk_create(orders)
+    Drop.objects.bulk_create(drop_rows)
+    DeliveryEvent.objects.bulk_create(events)
+    till.settle(at=now)
+
+    accepted = len(drop_rows)
+    row.total, row.accepted, row.rejected = len(results), accepted, len(results) - accepted
+    row.status = (
+        BatchStatus.COMPLETED if accepted == row.total
+        else BatchStatus.FAILED if accepted == 0
+        else BatchStatus.PARTIAL
+    )
+    row.response = success_body({
+        "batch_id": str(row.pk),
+        "client_batch_id": row.client_batch_id,
+        "status": row.status,
+        "environment": environment,
+        "created_at": iso_z(now),
+        "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
+        "orders": results,
+        "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
+    })
+    Batch.objects.filter(pk=row.pk).update(
+        status=row.status, total=row.total, accepted=row.accepted, rejected=row.rejected,
+        response=row.response,
+    )
+    return row.response
+
+
+def _check_coverage(pickups: list[Located], drops: list[list[Located]], groups, now) -> None:
+    """Reasons 4–6: outside every active area; pickup time in the past or out of hours."""
+    coverage = load_coverage()
+    placed = [x for x in pickups if x.reason is None]
+    placed += [x for group in drops for x in group if x.reason is None]
+    where = coverage.locate([x.pin[0] for x in placed], [x.pin[1] for x in placed])
+    for located, areas in zip(placed, where, strict=True):
+        located.areas = areas
+        if not areas:
+            located.reason = Reason.OUT_OF_SERVICE_AREA
+    for group, pickup in zip(groups, pickups, strict=True):
+        if pickup.reason is None:
+            when = group.pickup.scheduled_at or now
+            pickup.reason = pickup_time_reason(
+                group.pickup.scheduled_at, now, coverage.is_open(pickup.areas, when)
+            )
+
+
+def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now):
+    """Walk the drops in submission order; the first failing rule wins."""
+    business, environment, currency = row.business, row.environment, settings.CURRENCY
+    results: list[dict] = []
+    orders: list[Order] = []
+    drop_rows: list[Drop] = []
+    events: list[DeliveryEvent] = []
+    accepted_ids: set[str] = set()
+    for group, pickup, group_drops in zip(groups, pickups, drops, strict=True):
+        order_id = None
+        p = group.pickup
+        initial = DropStatus.SCHEDULED if p.scheduled_at else DropStatus.PENDING
+        for drop, located in zip(group.drops, group_drops, strict=True):
+            reason, side = _first_failure(pickup, located)
+            price = None
+            if reason is None:
+                if drop.client_order_id in taken or drop.client_order_id in accepted_ids:
+                    reason, side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
+                else:
+                    km = haversine_km(*pickup.pin, *located.pin)
+                    price = price_for(till.plan, km)
+                    if not till.try_charge(price):
+                        reason, side = Reason.INSUFFICIENT_BALANCE, "drop"
+            if reason is not None:
+                results.append({
+                    "client_order_id": drop.client_order_id,
+                    "external_waybill": drop.external_waybill,
+                    "status": "rejected",
+                    "failure_reason": reason.name,
+                    "message": MESSAGES[reason, side],
+                })
+                continue
+            if order_id is None:
+                order_id = uuid.uuid4()
+                orders.append(Order(
+                    id=order_id, batch_id=row.pk, business=business, environment=environment,
+                    pickup_name=p.name, pickup_phone=p.phone,
+                    pickup_lat=pickup.pin[0], pickup_long=pickup.pin[1],
+                    pickup_address=p.place.address, pickup_resolved=pickup.resolved,
+                    pickup_scheduled_at=p.scheduled_at, created_at=now,
+                ))
+            drop_id = uuid.uuid4()
+            accepted_ids.add(drop.client_order_id)
+            till.record(drop_id, price)
+            drop_rows.append(Drop(
+                id=drop_id, order_id=order_id, batch_id=row.pk, business=business,
+                environment=environment, client_order_id=drop.client_order_id,
+                external_waybill=drop.external_waybill, recipient_name=drop.name,
+                recipient_phone=drop.phone, lat=located.pin[0], long=located.pin[1],
+                address=drop.place.address, resolved=located.resolved, status=initial,
+                price=price, currency=currency, created_at=now, updated_at=now,
+            ))
+            events.append(DeliveryEvent(drop_id=drop_id, status=initial, at=now, actor=CREATION_ACTOR))
+            entry = {
+                "client_order_id": drop.client_order_id,
+                "external_waybill": drop.external_waybill,
+                "status": "accepted",
+                "pass_order_id": str(order_id),
+                "drop_id": str(drop_id),
+                "price": money(price),
+                "currency": currency,
+            }
+            if located.resolved:
+                entry["resolved_pin"] = {"lat": located.pin[0], "long": located.pin[1]}
+            if pickup.resolved:
+                entry["pickup_resolved_pin"] = {"lat": pickup.pin[0], "long": pickup.pin[1]}
+            results.append(entry)
+    return results, orders, drop_rows, events
+
+
+def _first_failure(pickup: Located, drop: Located) -> tuple[Reason | None, str]:
+    """The earlier of the pickup's and the drop's first failing rule."""
+    if pickup.reason is None and drop.reason is None:
+        return None, ""
+    if drop.reason is None or (pickup.reason is not None and pickup.reason <= drop.reason):
+        return pickup.reason, "pickup"
+    return drop.reason, "drop"

@@ -1,0 +1,92 @@
+"""A throwaway PostgreSQL cluster from the installed binaries, for tests and benchmarks.
+
+PostgreSQL refuses to run as root, so when we are root the server runs as the
+`postgres` system user (runuser); the data directory lives in a temporary folder
+that is removed on stop. fsync is off: the data is thrown away anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def _bindir() -> Path:
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "pg_ctl").exists():
+            return candidate
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    raise RuntimeError("PostgreSQL server binaries (pg_ctl) not found")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PostgresCluster:
+    def __init__(self, max_connections: int = 200) -> None:
+        self.bindir = _bindir()
+        self.port = _free_port()
+        self.host = "127.0.0.1"
+        self.user = "postgres"
+        self.max_connections = max_connections
+        self.root = Path(tempfile.mkdtemp(prefix="delivery-pg-"))
+        self.datadir = self.root / "data"
+        self.as_root = os.geteuid() == 0
+
+    def _run(self, *args: str) -> None:
+        command = [str(self.bindir / args[0]), *args[1:]]
+        if self.as_root:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(self) -> PostgresCluster:
+        if self.as_root:
+            shutil.chown(self.root, user="postgres", group="postgres")
+        self._run("initdb", "-D", str(self.datadir), "-U", self.user, "--auth=trust",
+                  "-E", "UTF8", "--no-sync", "--locale=C")
+        options = (
+            f"-p {self.port} -c listen_addresses={self.host} -k {self.root} "
+            f"-c max_connections={self.max_connections} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB"
+        )
+        self._run("pg_ctl", "-D", str(self.datadir), "-o", options, "-l",
+                  str(self.root / "server.log"), "-w", "-t", "60", "start")
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex((self.host, self.port)) == 0:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"PostgreSQL did not start; see {self.root / 'server.log'}")
+
+    def stop(self) -> None:
+        try:
+            if self.datadir.exists():
+                self._run("pg_ctl", "-D", str(self.datadir), "-m", "immediate", "-w", "stop")
+        except subprocess.CalledProcessError:
+            pass
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgres://{self.user}@{self.host}:{self.port}/{dbname}"
+
+    def __enter__(self) -> PostgresCluster:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,92 @@
+"""Tracking by the caller's own references: two queries for any number of identifiers."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from config.formats import iso_z, money
+from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop
+
+_FIELDS = (
+    "id", "client_order_id", "status", "order_id", "batch_id", "external_waybill",
+    "environment", "recipient_name", "recipient_phone", "lat", "long", "address", "resolved",
+    "price", "currency", "created_at", "updated_at",
+    "order__pickup_name", "order__pickup_phone", "order__pickup_lat", "order__pickup_long",
+    "order__pickup_address", "order__pickup_resolved", "order__pickup_scheduled_at",
+    "order__driver__name", "order__driver__phone",
+)
+
+
+def track_drops(*, business, environment: str, identifiers: list[str]) -> list[dict]:
+    """One entry per distinct identifier, in request order; the active drop, else the newest."""
+    wanted = list(dict.fromkeys(identifiers))
+    chosen: dict[str, dict] = {}
+    rows = Drop.objects.filter(
+        business=business, environment=environment, client_order_id__in=wanted
+    ).values(*_FIELDS)
+    for row in rows:
+        current = chosen.get(row["client_order_id"])
+        if current is None or _preferred(row, current):
+            chosen[row["client_order_id"]] = row
+    events = defaultdict(list)
+    if chosen:
+        for drop_id, status, at in (
+            DeliveryEvent.objects.filter(drop_id__in=[r["id"] for r in chosen.values()])
+            .order_by("at", "id")
+            .values_list("drop_id", "status", "at")
+        ):
+            events[drop_id].append({"status": status, "at": iso_z(at)})
+    return [
+        _entry(chosen[i], events[chosen[i]["id"]]) if i in chosen
+        else {"client_order_id": i, "status": "NOT_FOUND"}
+        for i in wanted
+    ]
+
+
+def _preferred(row: dict, current: dict) -> bool:
+    row_active, current_active = row["status"] in ACTIVE_STATUSES, current["status"] in ACTIVE_STATUSES
+    if row_active != current_active:
+        return row_active
+    return (row["created_at"], str(row["id"])) > (current["created_at"], str(current["id"]))
+
+
+def _entry(row: dict, events: list[dict]) -> dict:
+    driver = None
+    if row["order__driver__name"] is not None:
+        driver = {"name": row["order__driver__name"], "phone": row["order__driver__phone"]}
+    pickup = {
+        "name": row["order__pickup_name"],
+        "phone": row["order__pickup_phone"],
+        "lat": row["order__pickup_lat"],
+        "long": row["order__pickup_long"],
+        "address": row["order__pickup_address"],
+        "scheduled_at": iso_z(row["order__pickup_scheduled_at"]),
+    }
+    if row["order__pickup_resolved"]:
+        pickup["resolved_pin"] = {"lat": row["order__pickup_lat"], "long": row["order__pickup_long"]}
+    dropoff = {
+        "name": row["recipient_name"],
+        "phone": row["recipient_phone"],
+        "lat": row["lat"],
+        "long": row["long"],
+        "address": row["address"],
+    }
+    if row["resolved"]:
+        dropoff["resolved_pin"] = {"lat": row["lat"], "long": row["long"]}
+    return {
+        "client_order_id": row["client_order_id"],
+        "status": row["status"],
+        "drop_id": str(row["id"]),
+        "pass_order_id": str(row["order_id"]),
+        "batch_id": str(row["batch_id"]),
+        "external_waybill": row["external_waybill"],
+        "environment": row["environment"],
+        "pickup": pickup,
+        "dropoff": dropoff,
+        "driver": driver,
+        "price": money(row["price"]),
+        "currency": row["currency"],
+        "created_at": iso_z(row["created_at"]),
+        "updated_at": iso_z(row["updated_at"]),
+        "events": events,
+    }
