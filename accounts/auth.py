@@ -57,7 +57,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if business.is_suspended:
             raise ApiError(403, "ACCOUNT_SUSPENDED", "This account is suspended.")
         if environment == Environment.LIVE and not business.is_live:
-            raise ApiError(403, "LIVE_ACCESS_DISABLED", "Live access is not enabled for this account.")
+            raise ApiError(
+                403, "LIVE_ACCESS_DISABLED", "Live access is not enabled for this account."
+            )
         if not business.can_use_sandbox:
             raise ApiError(403, "ACCOUNT_SUSPENDED", "This account has no API access.")
         self._touch(key)

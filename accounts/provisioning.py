@@ -51,8 +51,12 @@ def provision_business(
     if target == Stage.ACCESS_REQUESTED:
         return Provisioned(business, None, None)
     services.approve(
-        business=business, billing_model=billing, base_fee=base_fee, per_km_fee=per_km_fee,
-        included_km=included_km, net_days=net_days,
+        business=business,
+        billing_model=billing,
+        base_fee=base_fee,
+        per_km_fee=per_km_fee,
+        included_km=included_km,
+        net_days=net_days,
     )
     business.refresh_from_db()
     set_balance(business=business, environment=Environment.SANDBOX, balance=sandbox_balance)
@@ -74,8 +78,18 @@ def set_balance(*, business: Business, environment: str, balance: Decimal) -> No
     current = Wallet.objects.get(business=business, environment=environment).balance
     difference = Decimal(balance) - current
     if difference > 0:
-        post_wallet_entry(business=business, environment=environment, amount=difference,
-                          kind=EntryKind.TOP_UP, note="Provisioned balance")
+        post_wallet_entry(
+            business=business,
+            environment=environment,
+            amount=difference,
+            kind=EntryKind.TOP_UP,
+            note="Provisioned balance",
+        )
     elif difference < 0:
-        post_wallet_entry(business=business, environment=environment, amount=difference,
-                          kind=EntryKind.ADJUSTMENT, note="Provisioned balance")
+        post_wallet_entry(
+            business=business,
+            environment=environment,
+            amount=difference,
+            kind=EntryKind.ADJUSTMENT,
+            note="Provisioned balance",
+        )

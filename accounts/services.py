@@ -66,15 +66,20 @@ def approve(
         raise OnboardingError(f"A business in stage {business.stage} cannot be approved.")
     if billing_model not in BillingModel.values:
         raise OnboardingError("Choose a billing model.")
-    set_pricing(business=business, base_fee=base_fee, per_km_fee=per_km_fee, included_km=included_km)
+    set_pricing(
+        business=business, base_fee=base_fee, per_km_fee=per_km_fee, included_km=included_km
+    )
     business.billing_model, business.net_days = billing_model, net_days
     business.stage, business.approved_at = Stage.APPROVED, timezone.now()
     business.save()
     if settings.SANDBOX_STARTING_BALANCE > 0:
         post_wallet_entry(
-            business=business, environment=Environment.SANDBOX,
-            amount=settings.SANDBOX_STARTING_BALANCE, kind=EntryKind.TOP_UP,
-            actor=actor, note="Sandbox starting balance",
+            business=business,
+            environment=Environment.SANDBOX,
+            amount=settings.SANDBOX_STARTING_BALANCE,
+            kind=EntryKind.TOP_UP,
+            actor=actor,
+            note="Sandbox starting balance",
         )
 
 
@@ -140,8 +145,12 @@ def create_api_key(
         )
     plaintext = new_key(environment)
     key = ApiKey.objects.create(
-        business=business, environment=environment, digest=digest_of(plaintext),
-        hint=hint_of(plaintext), label=label, created_by=created_by,
+        business=business,
+        environment=environment,
+        digest=digest_of(plaintext),
+        hint=hint_of(plaintext),
+        label=label,
+        created_by=created_by,
     )
     return IssuedKey(key=key, plaintext=plaintext)
 

@@ -36,14 +36,18 @@ class PricingPlan(models.Model):
 class Wallet(models.Model):
     """One per business and environment. Its row lock also serialises that account's batches."""
 
-    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE, related_name="wallets")
+    business = models.ForeignKey(
+        "accounts.Business", on_delete=models.CASCADE, related_name="wallets"
+    )
     environment = models.CharField(max_length=10, choices=Environment.choices)
     balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["business", "environment"], name="wallet_per_environment"),
+            models.UniqueConstraint(
+                fields=["business", "environment"], name="wallet_per_environment"
+            ),
             models.CheckConstraint(condition=Q(balance__gte=0), name="wallet_balance_non_negative"),
         ]
 
@@ -76,8 +80,13 @@ class LedgerEntry(models.Model):
         ordering = ["-id"]
         verbose_name_plural = "ledger entries"
         constraints = [
-            models.CheckConstraint(condition=Q(balance_after__gte=0), name="ledger_balance_after_non_negative")
+            models.CheckConstraint(
+                condition=Q(balance_after__gte=0), name="ledger_balance_after_non_negative"
+            )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount} → {self.balance_after}"
 
 
 class InvoiceStatus(models.TextChoices):
@@ -88,10 +97,14 @@ class InvoiceStatus(models.TextChoices):
 
 
 class Invoice(models.Model):
-    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE, related_name="invoices")
+    business = models.ForeignKey(
+        "accounts.Business", on_delete=models.CASCADE, related_name="invoices"
+    )
     environment = models.CharField(max_length=10, choices=Environment.choices)
     period = models.CharField(max_length=7, help_text="YYYY-MM in the service time zone")
-    status = models.CharField(max_length=8, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN)
+    status = models.CharField(
+        max_length=8, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN
+    )
     accrued = models.DecimalField(**MONEY, default=Decimal("0.00"))
     issued_on = models.DateField(null=True, blank=True)
     due_on = models.DateField(null=True, blank=True)
@@ -118,3 +131,6 @@ class InvoiceLine(models.Model):
     amount = models.DecimalField(**MONEY)
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.description} {self.amount}"

@@ -88,10 +88,16 @@ class Till:
         entries = []
         for drop_id, price in self.charges:
             balance -= price
-            entries.append(LedgerEntry(
-                wallet_id=self.wallet.pk, kind=EntryKind.ORDER_DEBIT, amount=-price,
-                balance_after=balance, drop_id=drop_id, created_at=at,
-            ))
+            entries.append(
+                LedgerEntry(
+                    wallet_id=self.wallet.pk,
+                    kind=EntryKind.ORDER_DEBIT,
+                    amount=-price,
+                    balance_after=balance,
+                    drop_id=drop_id,
+                    created_at=at,
+                )
+            )
         assert balance == self.remaining >= 0
         LedgerEntry.objects.bulk_create(entries)
         Wallet.objects.filter(pk=self.wallet.pk).update(balance=balance, updated_at=at)
@@ -100,11 +106,18 @@ class Till:
     def _accrue_invoice(self, at: datetime) -> None:
         invoice = open_invoice(business=self.business, environment=self.environment, at=at)
         total = sum((price for _, price in self.charges), Decimal("0.00"))
-        InvoiceLine.objects.bulk_create([
-            InvoiceLine(invoice_id=invoice.pk, drop_id=drop_id, amount=price,
-                        description="Delivery", created_at=at)
-            for drop_id, price in self.charges
-        ])
+        InvoiceLine.objects.bulk_create(
+            [
+                InvoiceLine(
+                    invoice_id=invoice.pk,
+                    drop_id=drop_id,
+                    amount=price,
+                    description="Delivery",
+                    created_at=at,
+                )
+                for drop_id, price in self.charges
+            ]
+        )
         Invoice.objects.filter(pk=invoice.pk).update(accrued=F("accrued") + total)
 
 
@@ -151,8 +164,13 @@ def post_wallet_entry(
     if balance < 0:
         raise BillingError(f"The balance would become negative ({balance}).")
     entry = LedgerEntry.objects.create(
-        wallet=wallet, kind=kind, amount=amount, balance_after=balance,
-        actor=actor, note=note, drop=drop,
+        wallet=wallet,
+        kind=kind,
+        amount=amount,
+        balance_after=balance,
+        actor=actor,
+        note=note,
+        drop=drop,
     )
     Wallet.objects.filter(pk=wallet.pk).update(balance=balance)
     return entry
@@ -204,3 +222,117 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
 
 def _money(value: Decimal) -> str:
     return format(value.quantize(CENT), "f")
+
+
+def sandbox_top_up(*, business: Business, amount: Decimal, actor=None) -> LedgerEntry:
+    """Self-serve credit of the sandbox wallet (play money; live top-ups are operators')."""
+    amount = Decimal(amount)
+    if not Decimal("0.01") <= amount <= Decimal("10000"):
+        raise BillingError("A sandbox top-up is between 0.01 and 10000.00.")
+    return post_wallet_entry(
+        business=business,
+        environment="sandbox",
+        amount=amount,
+        kind=EntryKind.TOP_UP,
+        actor=actor,
+        note="Sandbox self top-up",
+    )
+
+
+def close_invoices(*, before_period: str, today) -> list[Invoice]:
+    """Close every OPEN invoice of a month before `before_period` (YYYY-MM).
+
+    Live invoices are ISSUED with due date = issue date + the business's net days;
+    sandbox invoices accrue the same way but are never billed: they become CLOSED.
+    """
+    from datetime import timedelta
+
+    closed = []
+    with transaction.atomic():
+        for invoice in (
+            Invoice.objects.select_for_update()
+            .select_related("business")
+            .filter(status=InvoiceStatus.OPEN, period__lt=before_period)
+        ):
+            if invoice.environment == "live":
+                invoice.status = InvoiceStatus.ISSUED
+                invoice.issued_on = today
+                invoice.due_on = today + timedelta(days=invoice.business.net_days)
+            else:
+                invoice.status = InvoiceStatus.CLOSED
+            invoice.save(update_fields=["status", "issued_on", "due_on"])
+            closed.append(invoice)
+    return closed
+
+
+def mark_invoice_paid(*, invoice: Invoice, at: datetime) -> None:
+    if invoice.status != InvoiceStatus.ISSUED:
+        raise BillingError("Only an issued invoice can be marked paid.")
+    Invoice.objects.filter(pk=invoice.pk, status=InvoiceStatus.ISSUED).update(
+        status=InvoiceStatus.PAID, paid_at=at
+    )
+    invoice.status, invoice.paid_at = InvoiceStatus.PAID, at
+
+
+def refund_drops(*, business: Business, environment: str, drops: list, at: datetime) -> None:
+    """Give back what cancelled drops were charged: REFUND entries, or negative invoice lines.
+
+    Runs inside the cancelling transaction, which already holds the account lock.
+    """
+    charged = [d for d in drops if d.price]
+    if not charged:
+        return
+    if business.billing_model == BillingModel.WALLET:
+        wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+        balance = wallet.balance
+        entries = []
+        for drop in charged:
+            balance += drop.price
+            entries.append(
+                LedgerEntry(
+                    wallet_id=wallet.pk,
+                    kind=EntryKind.REFUND,
+                    amount=drop.price,
+                    balance_after=balance,
+                    drop_id=drop.pk,
+                    note="Cancelled",
+                )
+            )
+        LedgerEntry.objects.bulk_create(entries)
+        Wallet.objects.filter(pk=wallet.pk).update(balance=balance, updated_at=at)
+        return
+    # Reverse each accrual on its own invoice while it is open, else on this month's.
+    accrued_on = dict(
+        InvoiceLine.objects.filter(drop__in=charged, amount__gt=0).values_list(
+            "drop_id", "invoice_id"
+        )
+    )
+    open_ids = set(
+        Invoice.objects.filter(
+            pk__in=set(accrued_on.values()), status=InvoiceStatus.OPEN
+        ).values_list("pk", flat=True)
+    )
+    current = None
+    lines, totals = [], {}
+    for drop in charged:
+        invoice_id = accrued_on.get(drop.pk)
+        if invoice_id not in open_ids:
+            current = current or open_invoice(business=business, environment=environment, at=at)
+            invoice_id = current.pk
+        lines.append(
+            InvoiceLine(
+                invoice_id=invoice_id,
+                drop_id=drop.pk,
+                amount=-drop.price,
+                description="Cancelled delivery",
+            )
+        )
+        totals[invoice_id] = totals.get(invoice_id, Decimal("0")) + drop.price
+    InvoiceLine.objects.bulk_create(lines)
+    for invoice_id, total in totals.items():
+        Invoice.objects.filter(pk=invoice_id).update(accrued=F("accrued") - total)
+
+
+def lock_account(*, business: Business, environment: str) -> Wallet:
+    """Take the account lock (the wallet row) for the rest of the transaction."""
+    return Wallet.objects.select_for_update().get(business=business, environment=environment)

@@ -159,8 +159,10 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
 def _message_of(exc: exceptions.APIException) -> tuple[str, list]:
     detail = exc.detail
     if isinstance(detail, dict):
-        details = [{"field": k, "message": str(v[0] if isinstance(v, list) else v)}
-                   for k, v in detail.items()]
+        details = [
+            {"field": k, "message": str(v[0] if isinstance(v, list) else v)}
+            for k, v in detail.items()
+        ]
         return "The request is not valid.", details
     if isinstance(detail, list):
         return "The request is not valid.", [{"field": "", "message": str(d)} for d in detail]

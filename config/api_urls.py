@@ -7,16 +7,16 @@ from accounts.api import AccountViewSet
 from config.api import error_response
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
-from tracking.api import TrackingViewSet
+from tracking.api import SandboxViewSet, TrackingViewSet
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # both /orders/bulk and /orders/bulk/ answer
 router.register("orders", OrderViewSet, basename="orders")
 router.register("orders", TrackingViewSet, basename="tracking")
+router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")
 router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
-
 
 
 def unknown_path(request, rest=""):

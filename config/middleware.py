@@ -72,6 +72,10 @@ class ApiErrorMiddleware:
     def process_exception(self, request, exception):
         if not is_api(request):
             return None
-        log.exception("unhandled error in %s %s (request %s)", request.method, request.path,
-                      getattr(request, "request_id", "-"))
+        log.exception(
+            "unhandled error in %s %s (request %s)",
+            request.method,
+            request.path,
+            getattr(request, "request_id", "-"),
+        )
         return error_response(request, 500, "INTERNAL_ERROR", "Something went wrong on our side.")

@@ -18,8 +18,11 @@ class ServiceAreaViewSet(viewsets.ViewSet):
                 "polygon": area.geojson,
                 "time_zone": settings.TIME_ZONE,
                 "hours": [
-                    {"weekday": h.get_weekday_display().lower(),
-                     "opens": h.opens.strftime("%H:%M"), "closes": h.closes.strftime("%H:%M")}
+                    {
+                        "weekday": h.get_weekday_display().lower(),
+                        "opens": h.opens.strftime("%H:%M"),
+                        "closes": h.closes.strftime("%H:%M"),
+                    }
                     for h in area.hours.all()
                 ],
             }

@@ -10,7 +10,9 @@ from geo.models import OpeningHours, Place, ServiceArea
 
 PHNOM_PENH = {
     "type": "Polygon",
-    "coordinates": [[[104.80, 11.45], [105.00, 11.45], [105.00, 11.70], [104.80, 11.70], [104.80, 11.45]]],
+    "coordinates": [
+        [[104.80, 11.45], [105.00, 11.45], [105.00, 11.70], [104.80, 11.70], [104.80, 11.45]]
+    ],
 }
 PLACES = [
     ("Central Market, Phnom Penh", "Phnom Penh", 11.5696, 104.9210),

@@ -88,8 +88,12 @@ class NominatimGeocoder:
         if not query.strip():
             return None
         params = urllib.parse.urlencode(
-            {"q": query, "format": "jsonv2", "limit": 1,
-             "countrycodes": settings.SERVICE_COUNTRY.lower()}
+            {
+                "q": query,
+                "format": "jsonv2",
+                "limit": 1,
+                "countrycodes": settings.SERVICE_COUNTRY.lower(),
+            }
         )
         request = urllib.request.Request(
             f"{self.base_url}/search?{params}",
@@ -115,6 +119,7 @@ class NominatimGeocoder:
             except TransientGeocodeError as exc:
                 log.warning("geocoder failed for %r: %s", key, exc)
                 return key, TransientGeocodeError
+
         with ThreadPoolExecutor(max_workers=self.parallel_lookups) as pool:
             return dict(pool.map(attempt, addresses.items()))
 
@@ -148,10 +153,15 @@ def geocode_addresses(addresses: Iterable[dict[str, str]]) -> dict[str, Pin | No
                 pins[key] = None
                 continue
             pins[key] = pin
-            rows.append(GeocodeResult(
-                provider=geocoder.name, key=key, found=pin is not None,
-                lat=pin[0] if pin else None, long=pin[1] if pin else None,
-            ))
+            rows.append(
+                GeocodeResult(
+                    provider=geocoder.name,
+                    key=key,
+                    found=pin is not None,
+                    lat=pin[0] if pin else None,
+                    long=pin[1] if pin else None,
+                )
+            )
         GeocodeResult.objects.bulk_create(rows, ignore_conflicts=True)
     return pins
 

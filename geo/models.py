@@ -20,7 +20,7 @@ class ServiceArea(models.Model):
     name = models.CharField(max_length=100, unique=True)
     geojson = models.JSONField(
         validators=[validate_area_geojson],
-        help_text='A GeoJSON Polygon or MultiPolygon, [longitude, latitude] pairs.',
+        help_text="A GeoJSON Polygon or MultiPolygon, [longitude, latitude] pairs.",
     )
     active = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -54,7 +54,9 @@ class OpeningHours(models.Model):
         ordering = ["weekday", "opens"]
         verbose_name_plural = "opening hours"
         constraints = [
-            models.CheckConstraint(condition=Q(opens__lt=models.F("closes")), name="hours_opens_before_closes")
+            models.CheckConstraint(
+                condition=Q(opens__lt=models.F("closes")), name="hours_opens_before_closes"
+            )
         ]
 
     def __str__(self) -> str:
@@ -89,3 +91,8 @@ class GeocodeResult(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["provider", "key"], name="geocode_once")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.provider}: {self.key} → {(self.lat, self.long) if self.found else 'not found'}"
+        )

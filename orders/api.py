@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-
 from django.conf import settings
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -49,6 +48,3 @@ class BatchViewSet(viewsets.ViewSet):
         if data is None:
             raise ApiError(404, "NOT_FOUND", "No such batch.")
         return envelope(data)
-
-
-

@@ -44,8 +44,14 @@ MESSAGES = {
     (Reason.OUT_OF_SERVICE_AREA, "pickup"): "The pickup is outside the serviceable area.",
     (Reason.OUT_OF_SERVICE_AREA, "drop"): "The drop is outside the serviceable area.",
     (Reason.SCHEDULE_IN_PAST, "pickup"): "pickup_scheduled_at is in the past.",
-    (Reason.OUTSIDE_OPERATING_HOURS, "pickup"): "The pickup time is outside the area's opening hours.",
-    (Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"): "client_order_id is already used by an active drop.",
+    (
+        Reason.OUTSIDE_OPERATING_HOURS,
+        "pickup",
+    ): "The pickup time is outside the area's opening hours.",
+    (
+        Reason.DUPLICATE_CLIENT_ORDER_ID,
+        "drop",
+    ): "client_order_id is already used by an active drop.",
     (Reason.INSUFFICIENT_BALANCE, "drop"): "The wallet balance does not cover this drop's price.",
 }
 

@@ -126,14 +126,15 @@ class _Errors:
         if not isinstance(value, dict):
             self.add(path, "Must be an object of strings.")
             return None
+        valid = True
         for key, part in value.items():
             if not isinstance(part, str):
                 self.add(f"{path}.{key}", "Must be a string.")
-                return None
-            if len(part) > MAX_ADDRESS_PART or "\x00" in part or "\x00" in key:
+                valid = False
+            elif len(part) > MAX_ADDRESS_PART or "\x00" in part or "\x00" in key:
                 self.add(f"{path}.{key}", "Must be a string of at most 500 characters without NUL.")
-                return None
-        return value
+                valid = False
+        return value if valid else None
 
     def scheduled_at(self, obj: dict, path: str) -> datetime | None:
         value = obj.get("pickup_scheduled_at")
@@ -164,10 +165,19 @@ def parse_batch(body: Any) -> BatchIn:
     if not isinstance(orders, list) or not orders:
         errors.add("orders", "Must be a non-empty array of pickup groups.")
         orders = []
-    total = sum(len(g["dropoff"]) for g in orders if isinstance(g, dict) and isinstance(g.get("dropoff"), list))
+    total = sum(
+        len(g["dropoff"])
+        for g in orders
+        if isinstance(g, dict) and isinstance(g.get("dropoff"), list)
+    )
     if total > settings.MAX_DROPS_PER_BATCH:
         raise validation_error(
-            [{"field": "orders", "message": f"At most {settings.MAX_DROPS_PER_BATCH} drops per batch; got {total}."}]
+            [
+                {
+                    "field": "orders",
+                    "message": f"At most {settings.MAX_DROPS_PER_BATCH} drops; got {total}.",
+                }
+            ]
         )
     for gi, group in enumerate(orders):
         gpath = f"orders[{gi}]"

@@ -39,11 +39,15 @@ ACTIVE_STATUSES = (
 
 class Batch(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT, related_name="batches")
+    business = models.ForeignKey(
+        "accounts.Business", on_delete=models.PROTECT, related_name="batches"
+    )
     environment = models.CharField(max_length=10, choices=Environment.choices)
     client_batch_id = models.CharField(max_length=100)
     fingerprint = models.CharField(max_length=64)
-    status = models.CharField(max_length=10, choices=BatchStatus.choices, default=BatchStatus.PROCESSING)
+    status = models.CharField(
+        max_length=10, choices=BatchStatus.choices, default=BatchStatus.PROCESSING
+    )
     total = models.PositiveIntegerField(default=0)
     accepted = models.PositiveIntegerField(default=0)
     rejected = models.PositiveIntegerField(default=0)
@@ -74,9 +78,14 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["business", "environment", "key"], name="idempotency_key_once")
+            models.UniqueConstraint(
+                fields=["business", "environment", "key"], name="idempotency_key_once"
+            )
         ]
         indexes = [models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return str(self.key)
 
 
 class Driver(models.Model):
@@ -122,7 +131,8 @@ class Drop(models.Model):
     business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT)
     environment = models.CharField(max_length=10, choices=Environment.choices)
     client_order_id = models.CharField(max_length=100)
-    external_waybill = models.CharField(max_length=200, null=True, blank=True)
+    # null, not "": the result echoes "external_waybill": null when none was sent.
+    external_waybill = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     recipient_name = models.CharField(max_length=200)
     recipient_phone = models.CharField(max_length=20)
     lat = models.FloatField()
@@ -164,3 +174,6 @@ class DeliveryEvent(models.Model):
     class Meta:
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["drop", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.status} at {self.at:%Y-%m-%d %H:%M}"

@@ -20,9 +20,7 @@ def batch_detail(*, business, environment: str, batch_id: uuid.UUID) -> dict | N
         return None
     data = orjson.loads(bytes(row[0]))["data"]
     data["status"] = row[1]
-    statuses = dict(
-        Drop.objects.filter(batch_id=batch_id).values_list("id", "status")
-    )
+    statuses = dict(Drop.objects.filter(batch_id=batch_id).values_list("id", "status"))
     for entry in data["orders"]:
         if entry["status"] == "accepted":
             entry["delivery_status"] = statuses.get(uuid.UUID(entry["drop_id"]))

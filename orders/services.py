@@ -61,25 +61,33 @@ def create_batch(
         # The idempotency row goes in first: a concurrent request with the same key
         # blocks on its unique index until we commit, then replays what we stored.
         record = IdempotencyRecord(
-            business=business, environment=environment, key=idempotency_key,
-            fingerprint=batch.fingerprint, created_at=now,
+            business=business,
+            environment=environment,
+            key=idempotency_key,
+            fingerprint=batch.fingerprint,
+            created_at=now,
         )
         if claim(record, unique=("business", "environment", "key")) is None:
             return _replay_for_key(business, environment, idempotency_key, batch.fingerprint)
 
         # client_batch_id is unique for good; the same body under another key replays.
         row = Batch(
-            business=business, environment=environment, client_batch_id=batch.client_batch_id,
-            fingerprint=batch.fingerprint, created_at=now,
+            business=business,
+            environment=environment,
+            client_batch_id=batch.client_batch_id,
+            fingerprint=batch.fingerprint,
+            created_at=now,
         )
         if claim(row, unique=("business", "environment", "client_batch_id")) is None:
             existing = Batch.objects.get(
-                business=business, environment=environment,
+                business=business,
+                environment=environment,
                 client_batch_id=batch.client_batch_id,
             )
             if existing.fingerprint != batch.fingerprint:
                 raise ApiError(
-                    409, "CLIENT_BATCH_ID_REUSED",
+                    409,
+                    "CLIENT_BATCH_ID_REUSED",
                     "This client_batch_id was already used with a different body.",
                 )
             IdempotencyRecord.objects.filter(pk=record.pk).update(batch=existing)
@@ -96,7 +104,8 @@ def _replay_for_key(business, environment, key, fingerprint) -> BatchOutcome:
     )
     if stored.fingerprint != fingerprint:
         raise ApiError(
-            409, "IDEMPOTENCY_KEY_REUSED",
+            409,
+            "IDEMPOTENCY_KEY_REUSED",
             "This Idempotency-Key was already used with a different body.",
         )
     return BatchOutcome(bytes(stored.batch.response), replayed=True)
@@ -119,8 +128,10 @@ def _process(row: Batch, batch: BatchIn, *, now: datetime, base_url: str) -> byt
     all_ids = {d.client_order_id for g in groups for d in g.drops}
     taken = set(
         Drop.objects.filter(
-            business=business, environment=environment,
-            status__in=ACTIVE_STATUSES, client_order_id__in=all_ids,
+            business=business,
+            environment=environment,
+            status__in=ACTIVE_STATUSES,
+            client_order_id__in=all_ids,
         ).values_list("client_order_id", flat=True)
     )
 
@@ -135,22 +146,29 @@ def _process(row: Batch, batch: BatchIn, *, now: datetime, base_url: str) -> byt
     accepted = len(drop_rows)
     row.total, row.accepted, row.rejected = len(results), accepted, len(results) - accepted
     row.status = (
-        BatchStatus.COMPLETED if accepted == row.total
-        else BatchStatus.FAILED if accepted == 0
+        BatchStatus.COMPLETED
+        if accepted == row.total
+        else BatchStatus.FAILED
+        if accepted == 0
         else BatchStatus.PARTIAL
     )
-    row.response = success_body({
-        "batch_id": str(row.pk),
-        "client_batch_id": row.client_batch_id,
-        "status": row.status,
-        "environment": environment,
-        "created_at": iso_z(now),
-        "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
-        "orders": results,
-        "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
-    })
+    row.response = success_body(
+        {
+            "batch_id": str(row.pk),
+            "client_batch_id": row.client_batch_id,
+            "status": row.status,
+            "environment": environment,
+            "created_at": iso_z(now),
+            "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
+            "orders": results,
+            "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
+        }
+    )
     Batch.objects.filter(pk=row.pk).update(
-        status=row.status, total=row.total, accepted=row.accepted, rejected=row.rejected,
+        status=row.status,
+        total=row.total,
+        accepted=row.accepted,
+        rejected=row.rejected,
         response=row.response,
     )
     return row.response
@@ -198,35 +216,62 @@ def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now):
                     if not till.try_charge(price):
                         reason, side = Reason.INSUFFICIENT_BALANCE, "drop"
             if reason is not None:
-                results.append({
-                    "client_order_id": drop.client_order_id,
-                    "external_waybill": drop.external_waybill,
-                    "status": "rejected",
-                    "failure_reason": reason.name,
-                    "message": MESSAGES[reason, side],
-                })
+                results.append(
+                    {
+                        "client_order_id": drop.client_order_id,
+                        "external_waybill": drop.external_waybill,
+                        "status": "rejected",
+                        "failure_reason": reason.name,
+                        "message": MESSAGES[reason, side],
+                    }
+                )
                 continue
             if order_id is None:
                 order_id = uuid.uuid4()
-                orders.append(Order(
-                    id=order_id, batch_id=row.pk, business=business, environment=environment,
-                    pickup_name=p.name, pickup_phone=p.phone,
-                    pickup_lat=pickup.pin[0], pickup_long=pickup.pin[1],
-                    pickup_address=p.place.address, pickup_resolved=pickup.resolved,
-                    pickup_scheduled_at=p.scheduled_at, created_at=now,
-                ))
+                orders.append(
+                    Order(
+                        id=order_id,
+                        batch_id=row.pk,
+                        business=business,
+                        environment=environment,
+                        pickup_name=p.name,
+                        pickup_phone=p.phone,
+                        pickup_lat=pickup.pin[0],
+                        pickup_long=pickup.pin[1],
+                        pickup_address=p.place.address,
+                        pickup_resolved=pickup.resolved,
+                        pickup_scheduled_at=p.scheduled_at,
+                        created_at=now,
+                    )
+                )
             drop_id = uuid.uuid4()
             accepted_ids.add(drop.client_order_id)
             till.record(drop_id, price)
-            drop_rows.append(Drop(
-                id=drop_id, order_id=order_id, batch_id=row.pk, business=business,
-                environment=environment, client_order_id=drop.client_order_id,
-                external_waybill=drop.external_waybill, recipient_name=drop.name,
-                recipient_phone=drop.phone, lat=located.pin[0], long=located.pin[1],
-                address=drop.place.address, resolved=located.resolved, status=initial,
-                price=price, currency=currency, created_at=now, updated_at=now,
-            ))
-            events.append(DeliveryEvent(drop_id=drop_id, status=initial, at=now, actor=CREATION_ACTOR))
+            drop_rows.append(
+                Drop(
+                    id=drop_id,
+                    order_id=order_id,
+                    batch_id=row.pk,
+                    business=business,
+                    environment=environment,
+                    client_order_id=drop.client_order_id,
+                    external_waybill=drop.external_waybill,
+                    recipient_name=drop.name,
+                    recipient_phone=drop.phone,
+                    lat=located.pin[0],
+                    long=located.pin[1],
+                    address=drop.place.address,
+                    resolved=located.resolved,
+                    status=initial,
+                    price=price,
+                    currency=currency,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            events.append(
+                DeliveryEvent(drop_id=drop_id, status=initial, at=now, actor=CREATION_ACTOR)
+            )
             entry = {
                 "client_order_id": drop.client_order_id,
                 "external_waybill": drop.external_waybill,

@@ -1,1 +1,140 @@
-"""Operator console registrations."""
+"""Operator console for dispatch: orders and drops, moved only through the state machine."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
+
+from billing.admin import ReadOnlyAdmin
+from orders.admin import DeliveryEventInline
+from orders.models import ACTIVE_STATUSES, Driver, Drop, DropStatus, Order
+from tracking.services import move_drops_as_operator
+
+S = DropStatus
+
+
+class AssignDriverForm(forms.Form):
+    driver = forms.ModelChoiceField(queryset=Driver.objects.filter(active=True))
+
+
+def _report(request, result, verb: str) -> None:
+    if result.moved:
+        messages.success(request, f"{len(result.moved)} drop(s) {verb}.")
+    if result.refused:
+        statuses = ", ".join(sorted(set(result.refused.values())))
+        messages.warning(
+            request, f"{len(result.refused)} drop(s) refused: illegal from {statuses}."
+        )
+
+
+def _actor(request) -> str:
+    return f"operator {request.user.get_username()}"
+
+
+def _dispatch_actions(drop_ids_of):
+    """Admin actions for a queryset (orders or drops), each through the state machine."""
+
+    def mover(to: str, verb: str, description: str):
+        def action(modeladmin, request, queryset):
+            result = move_drops_as_operator(
+                drop_ids=drop_ids_of(queryset), to=to, actor=_actor(request)
+            )
+            _report(request, result, verb)
+
+        action.__name__ = f"mark_{to.lower()}"
+        return admin.action(description=description)(action)
+
+    def assign_driver(modeladmin, request, queryset):
+        form = AssignDriverForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            result = move_drops_as_operator(
+                drop_ids=drop_ids_of(queryset),
+                to=S.ASSIGNED,
+                actor=_actor(request),
+                driver=form.cleaned_data["driver"],
+            )
+            _report(request, result, f"assigned to {form.cleaned_data['driver']}")
+            return None
+        return TemplateResponse(
+            request,
+            "admin/tracking/assign_driver.html",
+            {
+                **modeladmin.admin_site.each_context(request),
+                "form": form,
+                "queryset": queryset,
+                "opts": modeladmin.model._meta,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                "title": "Assign a driver",
+            },
+        )
+
+    assign_driver = admin.action(description="Assign a driver (pending drops → ASSIGNED)")(
+        assign_driver
+    )
+    return [
+        assign_driver,
+        mover(S.PICKED_UP, "picked up", "Mark picked up"),
+        mover(S.DELIVERED, "delivered", "Mark delivered"),
+        mover(S.FAILED, "failed", "Mark failed"),
+        mover(S.CANCELLED, "cancelled (refunded)", "Cancel (refund or reverse the charge)"),
+    ]
+
+
+class DropInline(admin.TabularInline):
+    model = Drop
+    extra = 0
+    fields = ["client_order_id", "status", "recipient_name", "price", "updated_at"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Order)
+class OrderAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "business",
+        "environment",
+        "pickup_name",
+        "driver",
+        "pickup_scheduled_at",
+        "created_at",
+    ]
+    list_filter = ["environment", "drops__status"]
+    search_fields = ["id", "business__name", "drops__client_order_id"]
+    inlines = [DropInline]
+    actions = _dispatch_actions(
+        lambda qs: list(
+            Drop.objects.filter(order__in=qs, status__in=[*ACTIVE_STATUSES]).values_list(
+                "pk", flat=True
+            )
+        )
+    )
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_staff and obj is None  # run actions; the order itself is read-only
+
+
+@admin.register(Drop)
+class DropAdmin(ReadOnlyAdmin):
+    list_display = [
+        "client_order_id",
+        "business",
+        "environment",
+        "status",
+        "price",
+        "currency",
+        "created_at",
+    ]
+    list_filter = ["status", "environment"]
+    search_fields = ["client_order_id", "external_waybill", "business__name"]
+    inlines = [DeliveryEventInline]
+    actions = _dispatch_actions(lambda qs: list(qs.values_list("pk", flat=True)))
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_staff and obj is None

@@ -19,7 +19,10 @@ def parse_identifiers(body: Any) -> list[str]:
             [{"field": "identifiers", "message": f"Must be an array of 1 to {limit} strings."}]
         )
     errors = [
-        {"field": f"identifiers[{i}]", "message": "Must be a non-empty string of at most 100 characters."}
+        {
+            "field": f"identifiers[{i}]",
+            "message": "Must be a non-empty string of at most 100 characters.",
+        }
         for i, value in enumerate(identifiers)
         if not isinstance(value, str) or not value.strip() or len(value) > 100 or "\x00" in value
     ]

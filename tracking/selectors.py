@@ -8,12 +8,32 @@ from config.formats import iso_z, money
 from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop
 
 _FIELDS = (
-    "id", "client_order_id", "status", "order_id", "batch_id", "external_waybill",
-    "environment", "recipient_name", "recipient_phone", "lat", "long", "address", "resolved",
-    "price", "currency", "created_at", "updated_at",
-    "order__pickup_name", "order__pickup_phone", "order__pickup_lat", "order__pickup_long",
-    "order__pickup_address", "order__pickup_resolved", "order__pickup_scheduled_at",
-    "order__driver__name", "order__driver__phone",
+    "id",
+    "client_order_id",
+    "status",
+    "order_id",
+    "batch_id",
+    "external_waybill",
+    "environment",
+    "recipient_name",
+    "recipient_phone",
+    "lat",
+    "long",
+    "address",
+    "resolved",
+    "price",
+    "currency",
+    "created_at",
+    "updated_at",
+    "order__pickup_name",
+    "order__pickup_phone",
+    "order__pickup_lat",
+    "order__pickup_long",
+    "order__pickup_address",
+    "order__pickup_resolved",
+    "order__pickup_scheduled_at",
+    "order__driver__name",
+    "order__driver__phone",
 )
 
 
@@ -37,14 +57,30 @@ def track_drops(*, business, environment: str, identifiers: list[str]) -> list[d
         ):
             events[drop_id].append({"status": status, "at": iso_z(at)})
     return [
-        _entry(chosen[i], events[chosen[i]["id"]]) if i in chosen
+        _entry(chosen[i], events[chosen[i]["id"]])
+        if i in chosen
         else {"client_order_id": i, "status": "NOT_FOUND"}
         for i in wanted
     ]
 
 
+def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
+    """identifier → the id of its active drop, else its newest (one query)."""
+    chosen: dict[str, dict] = {}
+    for row in Drop.objects.filter(
+        business=business, environment=environment, client_order_id__in=list(set(identifiers))
+    ).values("id", "client_order_id", "status", "created_at"):
+        current = chosen.get(row["client_order_id"])
+        if current is None or _preferred(row, current):
+            chosen[row["client_order_id"]] = row
+    return {identifier: row["id"] for identifier, row in chosen.items()}
+
+
 def _preferred(row: dict, current: dict) -> bool:
-    row_active, current_active = row["status"] in ACTIVE_STATUSES, current["status"] in ACTIVE_STATUSES
+    row_active, current_active = (
+        row["status"] in ACTIVE_STATUSES,
+        current["status"] in ACTIVE_STATUSES,
+    )
     if row_active != current_active:
         return row_active
     return (row["created_at"], str(row["id"])) > (current["created_at"], str(current["id"]))
@@ -63,7 +99,10 @@ def _entry(row: dict, events: list[dict]) -> dict:
         "scheduled_at": iso_z(row["order__pickup_scheduled_at"]),
     }
     if row["order__pickup_resolved"]:
-        pickup["resolved_pin"] = {"lat": row["order__pickup_lat"], "long": row["order__pickup_long"]}
+        pickup["resolved_pin"] = {
+            "lat": row["order__pickup_lat"],
+            "long": row["order__pickup_long"],
+        }
     dropoff = {
         "name": row["recipient_name"],
         "phone": row["recipient_phone"],

@@ -32,17 +32,29 @@ class Command(BaseCommand):
         parser.add_argument("--per-km-fee", type=_money, default=Decimal("0.50"))
         parser.add_argument("--included-km", type=_money, default=Decimal("0"))
         parser.add_argument("--net-days", type=int, default=30)
-        parser.add_argument("--json", action="store_true", help="Print one line of JSON (the default).")
+        parser.add_argument(
+            "--json", action="store_true", help="Print one line of JSON (the default)."
+        )
 
     def handle(self, *args, **opts):
         result = provision_business(
-            name=opts["name"], email=opts["email"], billing=opts["billing"], stage=opts["stage"],
-            live_balance=opts["live_balance"], sandbox_balance=opts["sandbox_balance"],
-            base_fee=opts["base_fee"], per_km_fee=opts["per_km_fee"],
-            included_km=opts["included_km"], net_days=opts["net_days"],
+            name=opts["name"],
+            email=opts["email"],
+            billing=opts["billing"],
+            stage=opts["stage"],
+            live_balance=opts["live_balance"],
+            sandbox_balance=opts["sandbox_balance"],
+            base_fee=opts["base_fee"],
+            per_km_fee=opts["per_km_fee"],
+            included_km=opts["included_km"],
+            net_days=opts["net_days"],
         )
-        self.stdout.write(orjson.dumps({
-            "business_id": str(result.business.pk),
-            "sandbox_key": result.sandbox_key,
-            "live_key": result.live_key,
-        }).decode())
+        self.stdout.write(
+            orjson.dumps(
+                {
+                    "business_id": str(result.business.pk),
+                    "sandbox_key": result.sandbox_key,
+                    "live_key": result.live_key,
+                }
+            ).decode()
+        )

@@ -30,7 +30,8 @@ class Command(BaseCommand):
         password = os.environ.get("DEMO_ADMIN_PASSWORD", "admin")
         User = get_user_model()
         admin, created = User.objects.get_or_create(
-            username="admin", defaults={"is_staff": True, "is_superuser": True, "email": "admin@example.com"}
+            username="admin",
+            defaults={"is_staff": True, "is_superuser": True, "email": "admin@example.com"},
         )
         if created:
             admin.set_password(password)
@@ -38,11 +39,16 @@ class Command(BaseCommand):
         business = Business.objects.filter(email=DEMO_EMAIL).first()
         if business is None:
             business = provision_business(
-                name="Demo Shop", email=DEMO_EMAIL, live_balance=0, sandbox_balance=100,
+                name="Demo Shop",
+                email=DEMO_EMAIL,
+                live_balance=0,
+                sandbox_balance=100,
                 key_label=DEMO_KEY_LABEL,
             ).business
         # Keys are shown once; mint a fresh demo key so the printed one always works.
-        ApiKey.objects.filter(business=business, label=DEMO_KEY_LABEL).update(revoked_at=timezone.now())
+        ApiKey.objects.filter(business=business, label=DEMO_KEY_LABEL).update(
+            revoked_at=timezone.now()
+        )
         key = services.create_api_key(
             business=business, environment=Environment.SANDBOX, label=DEMO_KEY_LABEL
         )

@@ -15,4 +15,6 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_TTL_HOURS)
         deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
-        self.stdout.write(f"Purged {deleted} idempotency record(s) older than {cutoff:%Y-%m-%d %H:%M}Z.")
+        self.stdout.write(
+            f"Purged {deleted} idempotency record(s) older than {cutoff:%Y-%m-%d %H:%M}Z."
+        )

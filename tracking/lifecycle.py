@@ -1,0 +1,117 @@
+"""The delivery lifecycle of DESIGN.md §6: the one state machine every mover goes through.
+
+Admin actions, the sandbox test driver, cancellation and dispatch_due_orders all call
+apply_moves(). It locks the drops' rows (SELECT ... FOR UPDATE) before judging their
+current status, so two movers racing on one drop are serialised: the second sees the
+first one's result and is refused if its move is no longer legal.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from orders.models import DeliveryEvent, Drop, DropStatus, Order
+
+S = DropStatus
+ALLOWED: dict[str, frozenset[str]] = {
+    S.SCHEDULED: frozenset({S.PENDING, S.CANCELLED}),
+    S.PENDING: frozenset({S.ASSIGNED, S.CANCELLED}),
+    S.ASSIGNED: frozenset({S.PICKED_UP, S.CANCELLED}),
+    S.PICKED_UP: frozenset({S.DELIVERED, S.FAILED}),
+    S.DELIVERED: frozenset(),
+    S.FAILED: frozenset(),
+    S.CANCELLED: frozenset(),
+}
+HAPPY_PATH = [S.SCHEDULED, S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
+CANCELLABLE = frozenset({S.SCHEDULED, S.PENDING, S.ASSIGNED})
+ADVANCE_TARGETS = frozenset({S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED, S.FAILED})
+
+Steps = Callable[[str], list[str] | None]
+
+
+def is_legal(current: str, target: str) -> bool:
+    return target in ALLOWED[current]
+
+
+def single_step(target: str) -> Steps:
+    """One direct move to `target`, legal only from a status that allows it."""
+    return lambda current: [target] if is_legal(current, target) else None
+
+
+def along_happy_path(target: str | None = None) -> Steps:
+    """The sandbox driver: one step forward, or each step up to `target` (FAILED: via PICKED_UP)."""
+
+    def steps(current: str) -> list[str] | None:
+        if current not in HAPPY_PATH or current == S.DELIVERED:
+            return None
+        here = HAPPY_PATH.index(current)
+        if target is None:
+            return [HAPPY_PATH[here + 1]]
+        goal = S.PICKED_UP if target == S.FAILED else target
+        there = HAPPY_PATH.index(goal)
+        path = HAPPY_PATH[here + 1 : there + 1]
+        if target == S.FAILED:
+            path.append(S.FAILED)
+        return path or None
+
+    return steps
+
+
+@dataclass
+class MoveResult:
+    moved: list[Drop] = field(default_factory=list)
+    refused: dict[UUID, str] = field(default_factory=dict)  # drop id → status it stayed in
+
+
+@transaction.atomic
+def apply_moves(
+    *,
+    drop_ids: Iterable[UUID],
+    steps: Steps,
+    actor: str,
+    driver=None,
+    at: datetime | None = None,
+    on_cancel: Callable[[list[Drop], datetime], None] | None = None,
+) -> MoveResult:
+    """Move each drop along `steps(current)`, writing one event per step, in one transaction."""
+    at = at or timezone.now()
+    result = MoveResult()
+    events: list[DeliveryEvent] = []
+    by_status: dict[str, list[UUID]] = defaultdict(list)
+    assigned_orders: set[UUID] = set()
+    drops = list(Drop.objects.select_for_update().filter(pk__in=list(drop_ids)).order_by("pk"))
+    for drop in drops:
+        path = steps(drop.status)
+        if not path or not _legal_path(drop.status, path):
+            result.refused[drop.pk] = drop.status
+            continue
+        events += [DeliveryEvent(drop_id=drop.pk, status=s, at=at, actor=actor) for s in path]
+        if S.ASSIGNED in path:
+            assigned_orders.add(drop.order_id)
+        drop.status, drop.updated_at = path[-1], at
+        by_status[drop.status].append(drop.pk)
+        result.moved.append(drop)
+    for status, ids in by_status.items():
+        Drop.objects.filter(pk__in=ids).update(status=status, updated_at=at)
+    DeliveryEvent.objects.bulk_create(events)
+    if driver is not None and assigned_orders:
+        Order.objects.filter(pk__in=assigned_orders).update(driver=driver)
+    cancelled = [d for d in result.moved if d.status == S.CANCELLED]
+    if cancelled and on_cancel is not None:
+        on_cancel(cancelled, at)
+    return result
+
+
+def _legal_path(current: str, path: list[str]) -> bool:
+    for status in path:
+        if not is_legal(current, status):
+            return False
+        current = status
+    return True

@@ -1,0 +1,13 @@
+"""dispatch_due_orders: move due SCHEDULED drops to PENDING (cron, every minute)."""
+
+from django.core.management.base import BaseCommand
+
+from tracking.services import dispatch_due_orders
+
+
+class Command(BaseCommand):
+    help = "Move scheduled drops whose pickup time has come to PENDING."
+
+    def handle(self, *args, **opts):
+        result = dispatch_due_orders()
+        self.stdout.write(f"Dispatched {len(result.moved)} drop(s).")

@@ -1,0 +1,146 @@
+"""Delivery moves with their side effects: cancel with refund, the sandbox driver, dispatch."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Business, Environment
+from billing.services import lock_account, refund_drops
+from orders.models import Driver, Drop, DropStatus
+from tracking.lifecycle import (
+    CANCELLABLE,
+    MoveResult,
+    along_happy_path,
+    apply_moves,
+    single_step,
+)
+from tracking.selectors import pick_drop_ids, track_drops
+
+S = DropStatus
+
+
+def sandbox_test_driver() -> Driver:
+    driver, _ = Driver.objects.get_or_create(
+        is_sandbox_test_driver=True,
+        defaults={"name": "Sandbox Test Driver", "phone": "+85512000000"},
+    )
+    return driver
+
+
+def _answer(*, business, environment, identifiers, picked, result: MoveResult, error) -> list[dict]:
+    """Tracking entries for every distinct identifier, with an error where we could not act."""
+    entries = track_drops(business=business, environment=environment, identifiers=identifiers)
+    for entry in entries:
+        drop_id = picked.get(entry["client_order_id"])
+        if drop_id is None:
+            entry["error"] = {"code": "NOT_FOUND", "message": "No order with this client_order_id."}
+        elif drop_id in result.refused:
+            entry["error"] = error(result.refused[drop_id])
+    return entries
+
+
+@transaction.atomic
+def cancel_orders(
+    *, business: Business, environment: str, identifiers: list[str], actor: str
+) -> list[dict]:
+    """Cancel drops still before pickup; refund or reverse what they were charged."""
+    # The account lock comes first, as in batch creation, so the two never deadlock.
+    lock_account(business=business, environment=environment)
+    picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
+    result = apply_moves(
+        drop_ids=picked.values(),
+        steps=single_step(S.CANCELLED),
+        actor=actor,
+        on_cancel=lambda drops, at: refund_drops(
+            business=business, environment=environment, drops=drops, at=at
+        ),
+    )
+    return _answer(
+        business=business,
+        environment=environment,
+        identifiers=identifiers,
+        picked=picked,
+        result=result,
+        error=lambda status: {
+            "code": "NOT_CANCELLABLE",
+            "message": f"A drop in {status} cannot be cancelled "
+            f"(only {', '.join(sorted(CANCELLABLE))}).",
+        },
+    )
+
+
+def advance_sandbox_orders(
+    *, business: Business, identifiers: list[str], to: str | None
+) -> list[dict]:
+    """The sandbox test driver: walk drops along the happy path, recording every step."""
+    environment = Environment.SANDBOX
+    picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
+    result = apply_moves(
+        drop_ids=picked.values(),
+        steps=along_happy_path(to),
+        actor="sandbox test driver",
+        driver=sandbox_test_driver(),
+    )
+    return _answer(
+        business=business,
+        environment=environment,
+        identifiers=identifiers,
+        picked=picked,
+        result=result,
+        error=lambda status: {
+            "code": "ILLEGAL_TRANSITION",
+            "message": f"A drop in {status} cannot move" + (f" to {to}." if to else " forward."),
+        },
+    )
+
+
+def cancel_drops_as_operator(*, drop_ids: list[UUID], actor: str) -> MoveResult:
+    """Operator cancellation from admin, across accounts: each account refunded under its lock."""
+    by_account: dict[tuple, list[UUID]] = defaultdict(list)
+    for pk, business_id, environment in Drop.objects.filter(pk__in=drop_ids).values_list(
+        "pk", "business_id", "environment"
+    ):
+        by_account[business_id, environment].append(pk)
+    total = MoveResult()
+    for (business_id, environment), ids in by_account.items():
+        business = Business.objects.get(pk=business_id)
+        with transaction.atomic():
+            lock_account(business=business, environment=environment)
+            result = apply_moves(
+                drop_ids=ids,
+                steps=single_step(S.CANCELLED),
+                actor=actor,
+                on_cancel=lambda drops, at, b=business, e=environment: refund_drops(
+                    business=b, environment=e, drops=drops, at=at
+                ),
+            )
+        total.moved += result.moved
+        total.refused.update(result.refused)
+    return total
+
+
+def move_drops_as_operator(
+    *, drop_ids: list[UUID], to: str, actor: str, driver: Driver | None = None
+) -> MoveResult:
+    """Operator moves from admin: assign (with a driver), picked up, delivered, failed."""
+    if to == S.CANCELLED:
+        return cancel_drops_as_operator(drop_ids=drop_ids, actor=actor)
+    if to == S.ASSIGNED and driver is None:
+        raise ValueError("Assigning needs a driver.")
+    return apply_moves(drop_ids=drop_ids, steps=single_step(to), actor=actor, driver=driver)
+
+
+def dispatch_due_orders(*, now: datetime | None = None) -> MoveResult:
+    """Scheduled drops whose pickup time has come start waiting for a driver (PENDING)."""
+    now = now or timezone.now()
+    due = list(
+        Drop.objects.filter(status=S.SCHEDULED, order__pickup_scheduled_at__lte=now).values_list(
+            "pk", flat=True
+        )
+    )
+    return apply_moves(drop_ids=due, steps=single_step(S.PENDING), actor="dispatcher", at=now)
