@@ -11,6 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
     path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
+    path("", include("accounts.urls")),
 ]
 
 

@@ -1,0 +1,3 @@
+"""Dashboard routes (server-rendered pages for business users)."""
+
+urlpatterns: list = []
