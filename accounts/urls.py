@@ -1,3 +1,54 @@
 """Dashboard routes (server-rendered pages for business users)."""
 
-urlpatterns: list = []
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from accounts import views
+from accounts.forms import RateLimitedAdminLoginForm
+
+# The operator console's login gets the same failed-login throttle as the dashboard's.
+admin.site.login_form = RateLimitedAdminLoginForm
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    # Signing up and in: the only pages open without a login.
+    path("signup/", views.signup, name="signup"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("password-reset/", views.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "password-reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "password-reset/<uidb64>/<token>/",
+        views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "password-reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
+    # Onboarding.
+    path("access/", views.request_access, name="request_access"),
+    path("live/", views.request_live, name="request_live"),
+    path("keys/", views.keys, name="keys"),
+    path("keys/<int:pk>/revoke/", views.revoke_key, name="revoke_key"),
+    # Money.
+    path("wallet/", views.wallet, name="wallet"),
+    path("wallet/sandbox-top-up/", views.sandbox_wallet_top_up, name="sandbox_top_up"),
+    # Orders.
+    path("orders/", views.orders, name="orders"),
+    path("orders/<uuid:pk>/", views.order_detail, name="order"),
+    path("batches/", views.batches, name="batches"),
+    path("batches/<uuid:pk>/", views.batch_page, name="batch"),
+    # The sandbox console.
+    path("sandbox/", views.sandbox, name="sandbox"),
+    path("sandbox/sample-batch/", views.sandbox_send_sample, name="sandbox_send_sample"),
+    path("sandbox/advance/", views.sandbox_advance, name="sandbox_advance"),
+]

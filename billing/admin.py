@@ -99,12 +99,14 @@ class InvoiceAdmin(ReadOnlyAdmin):
     @admin.action(description="Issue the selected invoices of ended months")
     def issue_ended_months(self, request, queryset):
         now = timezone.now()
-        closed = close_invoices(before_period=invoice_period(now), today=timezone.localdate(now))
-        chosen = {i.pk for i in queryset}
+        chosen = [i.pk for i in queryset]
+        closed = close_invoices(
+            before_period=invoice_period(now), today=timezone.localdate(now), only=chosen
+        )
         messages.info(
             request,
-            f"Closed {len([i for i in closed if i.pk in chosen])} selected invoice(s) "
-            f"({len(closed)} in all).",
+            f"Closed {len(closed)} of the {len(chosen)} selected invoice(s); "
+            "an invoice of the current month or not OPEN stays as it is.",
         )
 
     @admin.action(description="Mark the selected issued invoices paid")

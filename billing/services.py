@@ -227,7 +227,8 @@ def _money(value: Decimal) -> str:
 def sandbox_top_up(*, business: Business, amount: Decimal, actor=None) -> LedgerEntry:
     """Self-serve credit of the sandbox wallet (play money; live top-ups are operators')."""
     amount = Decimal(amount)
-    if not Decimal("0.01") <= amount <= Decimal("10000"):
+    # NaN would raise InvalidOperation on comparison instead of a refusal.
+    if not amount.is_finite() or not Decimal("0.01") <= amount <= Decimal("10000"):
         raise BillingError("A sandbox top-up is between 0.01 and 10000.00.")
     return post_wallet_entry(
         business=business,
@@ -239,21 +240,21 @@ def sandbox_top_up(*, business: Business, amount: Decimal, actor=None) -> Ledger
     )
 
 
-def close_invoices(*, before_period: str, today) -> list[Invoice]:
+def close_invoices(*, before_period: str, today, only=None) -> list[Invoice]:
     """Close every OPEN invoice of a month before `before_period` (YYYY-MM).
 
     Live invoices are ISSUED with due date = issue date + the business's net days;
     sandbox invoices accrue the same way but are never billed: they become CLOSED.
+    `only` (invoice ids) limits it to an operator's selection.
     """
     from datetime import timedelta
 
+    invoices = Invoice.objects.filter(status=InvoiceStatus.OPEN, period__lt=before_period)
+    if only is not None:
+        invoices = invoices.filter(pk__in=list(only))
     closed = []
     with transaction.atomic():
-        for invoice in (
-            Invoice.objects.select_for_update()
-            .select_related("business")
-            .filter(status=InvoiceStatus.OPEN, period__lt=before_period)
-        ):
+        for invoice in invoices.select_for_update().select_related("business"):
             if invoice.environment == "live":
                 invoice.status = InvoiceStatus.ISSUED
                 invoice.issued_on = today

@@ -2,14 +2,17 @@
 
 from django.contrib import admin
 from django.http import HttpResponse, HttpResponseNotFound, HttpResponseServerError
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from config.api import error_response
+from config.api_urls import unknown_path
 from config.middleware import is_api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
+    # Any other /api/ path: a JSON 404 even when DEBUG would show its HTML 404 page.
+    re_path(r"^api/", unknown_path),
     path("healthz", lambda request: HttpResponse("ok", content_type="text/plain")),
     path("", include("accounts.urls")),
 ]

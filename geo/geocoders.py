@@ -6,6 +6,7 @@ each distinct address once. Transient failures (timeouts, HTTP errors) are not c
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import re
@@ -82,11 +83,13 @@ class NominatimGeocoder:
         self.timeout = timeout if timeout is not None else settings.NOMINATIM_TIMEOUT_SECONDS
 
     def geocode_one(self, address: dict[str, str]) -> Pin | None:
+        # As with the gazetteer, the street address is what is resolved: a city or a
+        # country alone would come back as its centroid, not a place to deliver to.
+        if not (address.get("complete_address") or "").strip():
+            return None
         query = ", ".join(
             address[p] for p in ("complete_address", "city", "country") if address.get(p)
         )
-        if not query.strip():
-            return None
         params = urllib.parse.urlencode(
             {
                 "q": query,
@@ -102,9 +105,12 @@ class NominatimGeocoder:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 results = json.loads(response.read())
-        except (OSError, urllib.error.URLError, ValueError) as exc:
-            raise TransientGeocodeError(str(exc)) from exc
-        if not isinstance(results, list) or not results:
+        # http.client errors (a broken status line, a body cut short) are not OSErrors.
+        except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError) as exc:
+            raise TransientGeocodeError(str(exc) or type(exc).__name__) from exc
+        if not isinstance(results, list):  # not a search answer: don't cache it as "not found"
+            raise TransientGeocodeError(f"unexpected answer: {type(results).__name__}")
+        if not results:
             return None
         try:
             return float(results[0]["lat"]), float(results[0]["lon"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -22,6 +22,8 @@ MAX_ID = 100
 MAX_NAME = 200
 MAX_WAYBILL = 200
 MAX_ADDRESS_PART = 500
+_EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
 
 @dataclass(slots=True)
@@ -142,7 +144,8 @@ class _Errors:
             return None
         where = f"{path}.pickup_scheduled_at"
         try:
-            if not isinstance(value, str):
+            # fromisoformat stops reading at a NUL, so "…Z\x00garbage" would pass.
+            if not isinstance(value, str) or "\x00" in value:
                 raise ValueError
             moment = datetime.fromisoformat(value)
         except ValueError:
@@ -150,6 +153,14 @@ class _Errors:
             return None
         if moment.tzinfo is None:
             self.add(where, "Must carry a time zone, e.g. 2026-01-31T09:30:00Z.")
+            return None
+        # Years 1 and 9999 with an offset can't be moved to UTC or the service time zone.
+        try:
+            in_range = _EARLIEST <= moment.astimezone(UTC) <= _LATEST
+        except OverflowError:
+            in_range = False
+        if not in_range:
+            self.add(where, "Must be a timestamp between the years 0002 and 9998.")
             return None
         return moment
 

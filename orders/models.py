@@ -94,6 +94,16 @@ class Driver(models.Model):
     is_sandbox_test_driver = models.BooleanField(default=False)
     active = models.BooleanField(default=True)
 
+    class Meta:
+        constraints = [
+            # One built-in test driver: the first concurrent sandbox advances race to create it.
+            models.UniqueConstraint(
+                fields=["is_sandbox_test_driver"],
+                condition=Q(is_sandbox_test_driver=True),
+                name="one_sandbox_test_driver",
+            )
+        ]
+
     def __str__(self) -> str:
         return self.name
 

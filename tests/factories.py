@@ -25,10 +25,16 @@ RECIPIENT_PHONE = "+85512345679"
 class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}@example.com")
     email = factory.SelfAttribute("username")
-    password = factory.PostGenerationMethodCall("set_password", "correct horse battery")
+
+    @factory.post_generation
+    def password(user, create, extracted, **kwargs):
+        user.set_password(extracted or "correct horse battery")
+        if create:
+            user.save(update_fields=["password"])
 
 
 class PricingPlanFactory(factory.django.DjangoModelFactory):
@@ -61,7 +67,9 @@ def recipient(**overrides) -> dict:
     return {"name": "Recipient", "phone": RECIPIENT_PHONE, **HOME, **overrides}
 
 
-def drop(client_order_id: str | None = None, *, waybill: str | None = None, **recipient_overrides) -> dict:
+def drop(
+    client_order_id: str | None = None, *, waybill: str | None = None, **recipient_overrides
+) -> dict:
     entry = {
         "client_order_id": client_order_id or f"C-{next(_seq)}",
         "dropoff": recipient(**recipient_overrides),

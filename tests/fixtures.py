@@ -91,7 +91,9 @@ class Api:
             headers["HTTP_" + name.upper().replace("-", "_")] = value
         return headers
 
-    def post(self, path: str, body, key: str | None, headers: dict | None = None, raw: bool = False):
+    def post(
+        self, path: str, body, key: str | None, headers: dict | None = None, raw: bool = False
+    ):
         data = body if raw else orjson.dumps(body)
         return self.client.post(
             f"/api/v1{path}", data, content_type="application/json", **self._headers(key, headers)

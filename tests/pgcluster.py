@@ -52,15 +52,36 @@ class PostgresCluster:
     def start(self) -> PostgresCluster:
         if self.as_root:
             shutil.chown(self.root, user="postgres", group="postgres")
-        self._run("initdb", "-D", str(self.datadir), "-U", self.user, "--auth=trust",
-                  "-E", "UTF8", "--no-sync", "--locale=C")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.datadir),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
+        )
         options = (
             f"-p {self.port} -c listen_addresses={self.host} -k {self.root} "
             f"-c max_connections={self.max_connections} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB"
         )
-        self._run("pg_ctl", "-D", str(self.datadir), "-o", options, "-l",
-                  str(self.root / "server.log"), "-w", "-t", "60", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.datadir),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self._wait_ready()
         return self
 

@@ -43,7 +43,7 @@ class SandboxViewSet(viewsets.ViewSet):
             raise ApiError(403, "SANDBOX_ONLY", "The test driver works with sandbox keys only.")
         identifiers = parse_identifiers(request.data)
         to = request.data.get("to")
-        if to is not None and to not in ADVANCE_TARGETS:
+        if to is not None and (not isinstance(to, str) or to not in ADVANCE_TARGETS):
             raise validation_error(
                 [
                     {

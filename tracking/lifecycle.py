@@ -81,12 +81,14 @@ def apply_moves(
     on_cancel: Callable[[list[Drop], datetime], None] | None = None,
 ) -> MoveResult:
     """Move each drop along `steps(current)`, writing one event per step, in one transaction."""
-    at = at or timezone.now()
     result = MoveResult()
     events: list[DeliveryEvent] = []
     by_status: dict[str, list[UUID]] = defaultdict(list)
     assigned_orders: set[UUID] = set()
     drops = list(Drop.objects.select_for_update().filter(pk__in=list(drop_ids)).order_by("pk"))
+    # The time is read once we hold the locks: a mover that waited for another one stamps
+    # its events after that one's, so a drop's events sorted by time stay a legal path.
+    at = at or timezone.now()
     for drop in drops:
         path = steps(drop.status)
         if not path or not _legal_path(drop.status, path):

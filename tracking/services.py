@@ -79,24 +79,28 @@ def advance_sandbox_orders(
 ) -> list[dict]:
     """The sandbox test driver: walk drops along the happy path, recording every step."""
     environment = Environment.SANDBOX
-    picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
-    result = apply_moves(
-        drop_ids=picked.values(),
-        steps=along_happy_path(to),
-        actor="sandbox test driver",
-        driver=sandbox_test_driver(),
-    )
-    return _answer(
-        business=business,
-        environment=environment,
-        identifiers=identifiers,
-        picked=picked,
-        result=result,
-        error=lambda status: {
-            "code": "ILLEGAL_TRANSITION",
-            "message": f"A drop in {status} cannot move" + (f" to {to}." if to else " forward."),
-        },
-    )
+    driver = sandbox_test_driver()
+    # The answer is read under the row locks, so it shows this call's move, not a later one.
+    with transaction.atomic():
+        picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
+        result = apply_moves(
+            drop_ids=picked.values(),
+            steps=along_happy_path(to),
+            actor="sandbox test driver",
+            driver=driver,
+        )
+        return _answer(
+            business=business,
+            environment=environment,
+            identifiers=identifiers,
+            picked=picked,
+            result=result,
+            error=lambda status: {
+                "code": "ILLEGAL_TRANSITION",
+                "message": f"A drop in {status} cannot move"
+                + (f" to {to}." if to else " forward."),
+            },
+        )
 
 
 def cancel_drops_as_operator(*, drop_ids: list[UUID], actor: str) -> MoveResult:

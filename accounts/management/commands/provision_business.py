@@ -13,9 +13,20 @@ def _money(value: str) -> Decimal:
         amount = Decimal(value)
     except InvalidOperation as exc:
         raise CommandError(f"Not an amount: {value!r}") from exc
-    if amount < 0 or not amount.is_finite():
+    # is_finite first: ordering a NaN raises InvalidOperation instead of refusing it.
+    if not amount.is_finite() or amount < 0:
         raise CommandError(f"Amounts must be zero or more: {value!r}")
     return amount
+
+
+def _days(value: str) -> int:
+    try:
+        days = int(value)
+    except ValueError as exc:
+        raise CommandError(f"Not a number of days: {value!r}") from exc
+    if days < 0:
+        raise CommandError(f"Net days must be zero or more: {value!r}")
+    return days
 
 
 class Command(BaseCommand):
@@ -31,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument("--base-fee", type=_money, default=Decimal("2.00"))
         parser.add_argument("--per-km-fee", type=_money, default=Decimal("0.50"))
         parser.add_argument("--included-km", type=_money, default=Decimal("0"))
-        parser.add_argument("--net-days", type=int, default=30)
+        parser.add_argument("--net-days", type=_days, default=30)
         parser.add_argument(
             "--json", action="store_true", help="Print one line of JSON (the default)."
         )

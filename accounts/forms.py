@@ -1,0 +1,132 @@
+"""Dashboard forms: each checks the shape of one page's input; the services decide the rest."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.forms import AuthenticationForm
+
+from accounts import ratelimit
+from accounts.models import Environment
+from orders.models import DropStatus
+from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
+
+
+class SignupForm(forms.Form):
+    business_name = forms.CharField(max_length=200)
+    email = forms.EmailField(help_text="You sign in with it.")
+    password = forms.CharField(
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="At least 8 characters, not a common password.",
+    )
+
+    def clean_email(self) -> str:
+        # Emails are usernames; one spelling per address, so sign-in is case-insensitive.
+        email = self.cleaned_data["email"].strip().lower()
+        if get_user_model().objects.filter(username__iexact=email).exists():
+            raise forms.ValidationError("An account with this email already exists.")
+        return email
+
+    def clean_password(self) -> str:
+        password = self.cleaned_data["password"]
+        password_validation.validate_password(password)
+        return password
+
+
+class RateLimitedLoginMixin:
+    """At most MAX_FAILED_LOGINS failures per username and address per window, then a refusal.
+
+    The check runs before the password is looked at, so a locked-out guesser learns
+    nothing from further attempts, not even a correct password.
+    """
+
+    rate_limited_message = (
+        "Too many failed sign-in attempts for this account from your address. "
+        "Try again in 15 minutes, or reset your password."
+    )
+
+    def clean(self):
+        username = (self.data.get("username") or "").strip()
+        address = ratelimit.client_address(self.request)
+        if username and ratelimit.is_locked_out(username, address):
+            raise forms.ValidationError(self.rate_limited_message, code="rate_limited")
+        try:
+            cleaned = super().clean()
+        except forms.ValidationError:
+            if username:
+                ratelimit.record_failure(username, address)
+            raise
+        ratelimit.clear_failures(username, address)
+        return cleaned
+
+
+class LoginForm(RateLimitedLoginMixin, AuthenticationForm):
+    def __init__(self, request=None, *args, **kwargs):
+        super().__init__(request, *args, **kwargs)
+        self.fields["username"].label = "Email"
+
+    def clean_username(self) -> str:
+        return self.cleaned_data["username"].strip().lower()
+
+
+class RateLimitedAdminLoginForm(RateLimitedLoginMixin, AdminAuthenticationForm):
+    """The same throttle for the operator console (admin.site.login_form)."""
+
+
+class RequestAccessForm(forms.Form):
+    use_case = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="What you deliver, from where, for whom.",
+    )
+    expected_monthly_volume = forms.IntegerField(
+        min_value=1, max_value=10_000_000, help_text="Deliveries per month, roughly."
+    )
+
+
+class ApiKeyForm(forms.Form):
+    environment = forms.ChoiceField(choices=Environment.choices, widget=forms.RadioSelect)
+    label = forms.CharField(
+        max_length=100, required=False, help_text="Where the key will be used, e.g. “web shop”."
+    )
+
+    def __init__(self, *args, environments: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["environment"].choices = [
+            (value, Environment(value).label) for value in environments
+        ]
+        if environments:
+            self.fields["environment"].initial = environments[0]
+
+
+class SandboxTopUpForm(forms.Form):
+    amount = forms.DecimalField(max_digits=12, decimal_places=2, help_text="Play money.")
+
+
+class OrderFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=100, label="client_order_id")
+    environment = forms.ChoiceField(
+        required=False, choices=[("", "All environments"), *Environment.choices]
+    )
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *DropStatus.choices])
+
+
+class EnvironmentFilterForm(forms.Form):
+    environment = forms.ChoiceField(
+        required=False, choices=[("", "All environments"), *Environment.choices]
+    )
+
+
+# In lifecycle order, FAILED last, so the menu reads like the delivery it drives.
+_ADVANCE_ORDER = [*HAPPY_PATH, DropStatus.FAILED]
+
+
+class AdvanceForm(forms.Form):
+    client_order_id = forms.CharField(max_length=100)
+    to = forms.ChoiceField(
+        required=False,
+        label="Target status",
+        choices=[("", "One step forward")]
+        + [(status.value, status.label) for status in _ADVANCE_ORDER if status in ADVANCE_TARGETS],
+    )

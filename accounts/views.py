@@ -1,0 +1,492 @@
+"""The business dashboard: thin views that call the onboarding, billing and order services."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import uuid
+from dataclasses import dataclass
+from functools import wraps
+from pathlib import Path
+
+import orjson
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse, reverse_lazy
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from accounts import services
+from accounts.forms import (
+    AdvanceForm,
+    ApiKeyForm,
+    EnvironmentFilterForm,
+    LoginForm,
+    OrderFilterForm,
+    RequestAccessForm,
+    SandboxTopUpForm,
+    SignupForm,
+)
+from accounts.models import ApiKey, BillingModel, Business, Environment, Stage
+from billing.models import Invoice, LedgerEntry
+from billing.services import BillingError, account_summary, sandbox_top_up
+from config.api import ApiError
+from orders.api import base_url_of
+from orders.inputs import parse_batch
+from orders.models import Batch, Drop
+from orders.selectors import batch_detail
+from orders.services import create_batch
+from tracking.services import advance_sandbox_orders
+
+PAGE_SIZE = 25
+SAMPLE_BATCH = Path(settings.BASE_DIR) / "docs" / "sample-batch.json"
+
+
+def business_view(view):
+    """Login required, and the page acts for the user's own business (request.business)."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        # Read fresh on every request: an operator may have moved the stage meanwhile.
+        business = Business.objects.filter(memberships__user=request.user).first()
+        if business is None:
+            return render(request, "dashboard/no_business.html", status=403)
+        request.business = business
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _page(request, queryset):
+    return Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+def _environment_param(request, default: str) -> str:
+    value = request.GET.get("environment", "")
+    return value if value in Environment.values else default
+
+
+# --- Signing up and in ---------------------------------------------------------------
+
+
+def signup(request):
+    if request.user.is_authenticated:
+        return redirect("dashboard:home")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        business = services.sign_up(
+            business_name=form.cleaned_data["business_name"],
+            email=form.cleaned_data["email"],
+            password=form.cleaned_data["password"],
+        )
+        owner = business.memberships.get(is_owner=True).user
+        login(request, owner, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome! {business.name} is registered.")
+        return redirect("dashboard:home")
+    return render(request, "registration/signup.html", {"form": form})
+
+
+class LoginView(auth_views.LoginView):
+    form_class = LoginForm
+    redirect_authenticated_user = True
+
+
+class LogoutView(auth_views.LogoutView):
+    next_page = reverse_lazy("dashboard:login")
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    email_template_name = "registration/password_reset_email.txt"
+    subject_template_name = "registration/password_reset_subject.txt"
+    success_url = reverse_lazy("dashboard:password_reset_done")
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    success_url = reverse_lazy("dashboard:password_reset_complete")
+
+
+# --- Onboarding ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    done: bool
+    detail: str = ""
+
+
+def _checklist(business: Business) -> tuple[list[Step], str | None]:
+    """The onboarding steps with where the business stands, and the current step's title."""
+    rejected = business.stage == Stage.REJECTED
+    approved = business.approved_at is not None and not rejected
+    is_live = business.stage == Stage.LIVE or business.live_enabled_at is not None
+    steps = [
+        Step("Registered", True, f"Signed up {timezone.localtime(business.created_at):%Y-%m-%d}."),
+        Step("Access requested", business.access_requested_at is not None),
+        Step(
+            "Approved",
+            approved,
+            "Your last request was declined; you may request access again." if rejected else "",
+        ),
+        Step("First sandbox order", approved and services.has_accepted_sandbox_order(business)),
+        Step("Live requested", business.live_requested_at is not None or is_live),
+        Step("Live", is_live),
+    ]
+    current = next((step.title for step in steps if not step.done), None)
+    return steps, current
+
+
+@business_view
+def home(request):
+    business = request.business
+    steps, current = _checklist(business)
+    keys = ApiKey.objects.filter(business=business, revoked_at__isnull=True)
+    return render(
+        request,
+        "dashboard/home.html",
+        {
+            "business": business,
+            "steps": steps,
+            "current": current,
+            "Stage": Stage,
+            "active_sandbox_keys": keys.filter(environment=Environment.SANDBOX).count(),
+            "active_live_keys": keys.filter(environment=Environment.LIVE).count(),
+        },
+    )
+
+
+@business_view
+def request_access(request):
+    business = request.business
+    form = RequestAccessForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.request_access(business=business, **form.cleaned_data)
+        except services.OnboardingError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Access requested. An operator will review it shortly.")
+            return redirect("dashboard:home")
+    can_request = business.stage in (Stage.REGISTERED, Stage.REJECTED)
+    return render(
+        request,
+        "dashboard/request_access.html",
+        {"business": business, "form": form, "can_request": can_request},
+    )
+
+
+@business_view
+def request_live(request):
+    business = request.business
+    if request.method == "POST":
+        try:
+            services.request_live(business=business)
+        except services.OnboardingError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Live access requested. An operator will switch it on.")
+            return redirect("dashboard:home")
+    return render(
+        request,
+        "dashboard/request_live.html",
+        {
+            "business": business,
+            "Stage": Stage,
+            "has_sandbox_order": services.has_accepted_sandbox_order(business),
+        },
+    )
+
+
+# --- API keys -----------------------------------------------------------------------------
+
+
+def _key_environments(business: Business) -> list[str]:
+    allowed = []
+    if business.can_use_sandbox:
+        allowed.append(Environment.SANDBOX)
+    if business.is_live:
+        allowed.append(Environment.LIVE)
+    return allowed
+
+
+_KEY_FORM_TOKENS = "key_form_tokens"
+
+
+def _new_key_form_token(request) -> str:
+    """A one-use token for the key form, so a browser refresh of the answer makes no second key."""
+    token = secrets.token_urlsafe(16)
+    # A few outstanding tokens: one per open tab is enough.
+    request.session[_KEY_FORM_TOKENS] = [*request.session.get(_KEY_FORM_TOKENS, [])[-4:], token]
+    return token
+
+
+def _spend_key_form_token(request) -> bool:
+    tokens = request.session.get(_KEY_FORM_TOKENS, [])
+    token = request.POST.get("form_token", "")
+    if token not in tokens:
+        return False
+    tokens.remove(token)
+    request.session[_KEY_FORM_TOKENS] = tokens
+    return True
+
+
+@never_cache  # the POST answer carries the only copy of a new key: no cache may keep it
+@business_view
+def keys(request):
+    business = request.business
+    environments = _key_environments(business)
+    form = ApiKeyForm(request.POST or None, environments=environments)
+    issued = None
+    status = 200
+    if request.method == "POST":
+        if not _spend_key_form_token(request):
+            messages.warning(
+                request,
+                "This form was already sent, so no new key was made. A key is shown only once: "
+                "if you did not copy it, revoke it and generate another.",
+            )
+            form = ApiKeyForm(environments=environments)
+            status = 409
+        elif form.is_valid():
+            try:
+                issued = services.create_api_key(
+                    business=business,
+                    environment=form.cleaned_data["environment"],
+                    label=form.cleaned_data["label"],
+                    created_by=request.user,
+                )
+            except services.OnboardingError as exc:
+                messages.error(request, str(exc))
+                status = 400
+            else:
+                # Rendered into this response only: never in the session, a URL or a log.
+                form = ApiKeyForm(environments=environments)
+                status = 201
+        else:
+            status = 400
+    return render(
+        request,
+        "dashboard/keys.html",
+        {
+            "business": business,
+            "form": form,
+            "environments": environments,
+            "issued": issued,
+            "form_token": _new_key_form_token(request),
+            "keys": ApiKey.objects.filter(business=business).order_by("revoked_at", "-created_at"),
+        },
+        status=status,
+    )
+
+
+@business_view
+def revoke_key(request, pk: int):
+    key = get_object_or_404(ApiKey, pk=pk, business=request.business)
+    if not key.is_active:
+        messages.info(request, f"The key {key.hint} was already revoked.")
+        return redirect("dashboard:keys")
+    if request.method == "POST":
+        services.revoke_api_key(key=key)
+        messages.success(request, f"The key {key.hint} is revoked; it no longer works.")
+        return redirect("dashboard:keys")
+    return render(request, "dashboard/revoke_key.html", {"key": key})
+
+
+# --- Money --------------------------------------------------------------------------------
+
+
+def _wallet_page(request, *, environment: str, top_up_form: SandboxTopUpForm, status: int = 200):
+    business = request.business
+    entries = LedgerEntry.objects.filter(
+        wallet__business=business, wallet__environment=environment
+    ).select_related("drop")
+    invoices = Invoice.objects.filter(business=business, environment=environment)
+    is_invoiced = business.billing_model == BillingModel.INVOICED
+    return render(
+        request,
+        "dashboard/wallet.html",
+        {
+            "business": business,
+            "environment": environment,
+            "environments": Environment.choices,
+            "summary": account_summary(
+                business=business, environment=environment, at=timezone.now()
+            ),
+            "entries": _page(request, entries),
+            "invoices": invoices if is_invoiced or invoices.exists() else None,
+            "is_invoiced": is_invoiced,
+            "top_up_form": top_up_form,
+        },
+        status=status,
+    )
+
+
+@business_view
+def wallet(request):
+    environment = _environment_param(request, Environment.SANDBOX)
+    return _wallet_page(request, environment=environment, top_up_form=SandboxTopUpForm())
+
+
+@require_POST
+@business_view
+def sandbox_wallet_top_up(request):
+    form = SandboxTopUpForm(request.POST)
+    if form.is_valid():
+        try:
+            entry = sandbox_top_up(
+                business=request.business, amount=form.cleaned_data["amount"], actor=request.user
+            )
+        except BillingError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(
+                request, f"Added {entry.amount} to the sandbox wallet ({entry.balance_after})."
+            )
+            return redirect(reverse("dashboard:wallet") + "?environment=sandbox")
+    return _wallet_page(request, environment=Environment.SANDBOX, top_up_form=form, status=400)
+
+
+# --- Orders and batches ------------------------------------------------------------------
+
+
+@business_view
+def orders(request):
+    form = OrderFilterForm(request.GET or None)
+    drops = Drop.objects.filter(business=request.business).order_by("-created_at", "-id")
+    if form.is_valid():
+        if q := form.cleaned_data["q"].strip():
+            drops = drops.filter(client_order_id__icontains=q)
+        if environment := form.cleaned_data["environment"]:
+            drops = drops.filter(environment=environment)
+        if status := form.cleaned_data["status"]:
+            drops = drops.filter(status=status)
+    return render(request, "dashboard/orders.html", {"form": form, "drops": _page(request, drops)})
+
+
+@business_view
+def order_detail(request, pk: uuid.UUID):
+    drop = get_object_or_404(
+        Drop.objects.select_related("order__driver", "batch"), pk=pk, business=request.business
+    )
+    return render(
+        request,
+        "dashboard/order.html",
+        {"drop": drop, "order": drop.order, "events": drop.events.all()},
+    )
+
+
+@business_view
+def batches(request):
+    form = EnvironmentFilterForm(request.GET or None)
+    rows = Batch.objects.filter(business=request.business).order_by("-created_at")
+    if form.is_valid() and form.cleaned_data["environment"]:
+        rows = rows.filter(environment=form.cleaned_data["environment"])
+    return render(
+        request, "dashboard/batches.html", {"form": form, "batches": _page(request, rows)}
+    )
+
+
+@business_view
+def batch_page(request, pk: uuid.UUID):
+    batch = get_object_or_404(Batch, pk=pk, business=request.business)
+    data = batch_detail(business=request.business, environment=batch.environment, batch_id=pk)
+    return render(request, "dashboard/batch.html", {"batch": batch, "data": data})
+
+
+# --- Sandbox console ---------------------------------------------------------------------
+
+
+def sample_batch_body(suffix: str) -> dict:
+    """docs/sample-batch.json with fresh ids, so every send is a new batch.
+
+    Every client_order_id gets the same suffix, so the sample's in-batch duplicate
+    pair stays a duplicate and still shows DUPLICATE_CLIENT_ORDER_ID.
+    """
+    body = json.loads(SAMPLE_BATCH.read_text())
+    body["client_batch_id"] = f"{body['client_batch_id']}-{suffix}"
+    for group in body["orders"]:
+        for drop in group["dropoff"]:
+            drop["client_order_id"] = f"{drop['client_order_id']}-{suffix}"
+    return body
+
+
+def _sandbox_page(request, *, advance_form: AdvanceForm, advanced=None, status: int = 200):
+    return render(
+        request,
+        "dashboard/sandbox.html",
+        {
+            "business": request.business,
+            "advance_form": advance_form,
+            "advanced": advanced,
+            "recent": Drop.objects.filter(
+                business=request.business, environment=Environment.SANDBOX
+            ).order_by("-created_at", "-id")[:10],
+        },
+        status=status,
+    )
+
+
+def _refuse_without_sandbox(request):
+    if request.business.can_use_sandbox:
+        return None
+    messages.error(request, "The sandbox opens once your access request is approved.")
+    return _sandbox_page(request, advance_form=AdvanceForm(), status=403)
+
+
+@business_view
+def sandbox(request):
+    # An order page links here with its client_order_id filled in.
+    initial = {"client_order_id": request.GET.get("client_order_id", "")[:100]}
+    return _sandbox_page(request, advance_form=AdvanceForm(initial=initial))
+
+
+@require_POST
+@business_view
+def sandbox_send_sample(request):
+    if refused := _refuse_without_sandbox(request):
+        return refused
+    try:
+        outcome = create_batch(
+            business=request.business,
+            environment=Environment.SANDBOX,
+            idempotency_key=uuid.uuid4(),
+            batch=parse_batch(sample_batch_body(uuid.uuid4().hex[:8])),
+            base_url=base_url_of(request),
+        )
+    except (ApiError, BillingError) as exc:
+        messages.error(request, f"The sample batch was not sent: {getattr(exc, 'message', exc)}")
+        return _sandbox_page(request, advance_form=AdvanceForm(), status=400)
+    data = orjson.loads(outcome.body)["data"]
+    counts = data["counts"]
+    messages.success(
+        request,
+        f"Sample batch sent: {counts['accepted']} accepted, {counts['rejected']} rejected.",
+    )
+    return redirect("dashboard:batch", pk=data["batch_id"])
+
+
+@require_POST
+@business_view
+def sandbox_advance(request):
+    if refused := _refuse_without_sandbox(request):
+        return refused
+    form = AdvanceForm(request.POST)
+    if not form.is_valid():
+        return _sandbox_page(request, advance_form=form, status=400)
+    [entry] = advance_sandbox_orders(
+        business=request.business,
+        identifiers=[form.cleaned_data["client_order_id"].strip()],
+        to=form.cleaned_data["to"] or None,
+    )
+    if "error" in entry:
+        messages.error(request, entry["error"]["message"])
+        return _sandbox_page(request, advance_form=form, advanced=entry, status=400)
+    messages.success(request, f"{entry['client_order_id']} is now {entry['status']}.")
+    return redirect("dashboard:order", pk=entry["drop_id"])

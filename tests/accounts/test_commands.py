@@ -1,0 +1,214 @@
+"""Operator commands (DESIGN.md §9): provision_business and seed_demo."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import time
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from accounts.keys import KEY_PATTERN
+from accounts.models import ApiKey, BillingModel, Business, Stage
+from billing.models import Wallet
+from geo.models import OpeningHours, Place, ServiceArea
+from orders.models import Driver
+from tests.factories import batch, drop, group
+
+pytestmark = pytest.mark.django_db
+
+
+def provision(*options: str) -> dict:
+    out = StringIO()
+    call_command("provision_business", *options, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    return json.loads(lines[0])
+
+
+def named(name: str, *options: str) -> tuple[str, ...]:
+    return ("--name", name, "--email", f"{name.lower().replace(' ', '.')}@example.com", *options)
+
+
+def balance(business_id: str, environment: str) -> Decimal:
+    return Wallet.objects.get(business_id=business_id, environment=environment).balance
+
+
+def account(api, key: str) -> dict:
+    response = api.get("/account", key)
+    assert response.status_code == 200, response.content
+    return response.json()["data"]
+
+
+def test_provision_business_defaults_to_a_live_wallet_account(api):
+    printed = provision(*named("Default Shop"), "--json")
+
+    assert set(printed) == {"business_id", "sandbox_key", "live_key"}
+    business = Business.objects.get(pk=printed["business_id"])
+    assert business.name == "Default Shop"
+    assert business.stage == Stage.LIVE
+    assert business.billing_model == BillingModel.WALLET
+    assert business.net_days == 30
+    plan = business.pricing_plan
+    assert (plan.base_fee, plan.per_km_fee, plan.included_km) == (
+        Decimal("2.00"),
+        Decimal("0.50"),
+        Decimal("0"),
+    )
+    assert balance(business.pk, "sandbox") == Decimal("100.00")
+    assert balance(business.pk, "live") == Decimal("0.00")
+    assert KEY_PATTERN.match(printed["sandbox_key"])
+    assert KEY_PATTERN.match(printed["live_key"])
+    assert printed["sandbox_key"].startswith("svc_test_")
+    assert printed["live_key"].startswith("svc_live_")
+    sandbox = account(api, printed["sandbox_key"])
+    assert sandbox["business"]["id"] == printed["business_id"]
+    assert sandbox["environment"] == "sandbox"
+    assert sandbox["wallet"] == {"balance": "100.00"}
+    live = account(api, printed["live_key"])
+    assert live["environment"] == "live"
+    assert live["wallet"] == {"balance": "0.00"}
+
+
+@pytest.mark.parametrize(
+    ("stage", "stored_stage", "has_sandbox_key", "has_live_key"),
+    [
+        ("registered", Stage.REGISTERED, False, False),
+        ("requested", Stage.ACCESS_REQUESTED, False, False),
+        ("approved", Stage.APPROVED, True, False),
+        ("live", Stage.LIVE, True, True),
+    ],
+)
+def test_provision_business_mints_only_the_keys_its_stage_allows(
+    api, stage, stored_stage, has_sandbox_key, has_live_key
+):
+    printed = provision(*named(f"Shop {stage}"), "--stage", stage, "--json")
+
+    business = Business.objects.get(pk=printed["business_id"])
+    assert business.stage == stored_stage
+    assert (printed["sandbox_key"] is not None) == has_sandbox_key
+    assert (printed["live_key"] is not None) == has_live_key
+    environments = ApiKey.objects.filter(business=business).values_list("environment", flat=True)
+    assert sorted(environments) == ["live"] * has_live_key + ["sandbox"] * has_sandbox_key
+    for environment, key in (("sandbox", printed["sandbox_key"]), ("live", printed["live_key"])):
+        if key is not None:
+            assert account(api, key)["environment"] == environment
+
+
+def test_provision_business_sets_wallet_balances_and_pricing(api):
+    printed = provision(
+        *named("Priced Shop"),
+        "--billing", "wallet",
+        "--live-balance", "12.34",
+        "--sandbox-balance", "56.78",
+        "--base-fee", "1.50",
+        "--per-km-fee", "0.25",
+        "--included-km", "2.5",
+        "--json",
+    )  # fmt: skip
+
+    business = Business.objects.get(pk=printed["business_id"])
+    assert balance(business.pk, "live") == Decimal("12.34")
+    assert balance(business.pk, "sandbox") == Decimal("56.78")
+    plan = business.pricing_plan
+    assert (plan.base_fee, plan.per_km_fee, plan.included_km) == (
+        Decimal("1.50"),
+        Decimal("0.25"),
+        Decimal("2.5"),
+    )
+    pricing = {"base_fee": "1.50", "per_km_fee": "0.25", "included_km": "2.50"}
+    live = account(api, printed["live_key"])
+    assert live["wallet"] == {"balance": "12.34"}
+    assert live["pricing"] == pricing
+    sandbox = account(api, printed["sandbox_key"])
+    assert sandbox["wallet"] == {"balance": "56.78"}
+    assert sandbox["pricing"] == pricing
+
+
+def test_provision_business_can_make_an_invoiced_account_with_its_net_days(api):
+    printed = provision(
+        *named("Invoiced Shop"), "--billing", "invoiced", "--net-days", "14", "--json"
+    )
+
+    business = Business.objects.get(pk=printed["business_id"])
+    assert business.billing_model == BillingModel.INVOICED
+    assert business.net_days == 14
+    live = account(api, printed["live_key"])
+    assert live["billing_model"] == "invoiced"
+    assert live["invoice"]["accrued"] == "0.00"
+    assert "wallet" not in live
+
+
+@pytest.mark.parametrize(
+    "bad_option",
+    [
+        ("--live-balance", "-1"),
+        ("--sandbox-balance", "NaN"),
+        ("--base-fee", "lots"),
+        ("--net-days", "-1"),
+        ("--net-days", "soon"),
+        ("--stage", "rejected"),
+        ("--billing", "barter"),
+    ],
+    ids=repr,
+)
+def test_provision_business_refuses_bad_options_and_creates_nothing(bad_option):
+    with pytest.raises(CommandError):
+        provision(*named("Broken Shop"), *bad_option)
+    assert not Business.objects.exists()
+
+
+def seed_demo() -> str:
+    """Run seed_demo; return the sandbox key it printed."""
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    found = re.search(r"(svc_test_[A-Za-z0-9]{40})\b", out.getvalue())
+    assert found, out.getvalue()
+    return found.group(1)
+
+
+def assert_demo_data_once() -> None:
+    area = ServiceArea.objects.get(name="Phnom Penh")
+    assert area.active
+    rings = area.geojson["coordinates"][0]
+    assert {lon for lon, _ in rings} == {104.80, 105.00}
+    assert {lat for _, lat in rings} == {11.45, 11.70}
+    hours = list(OpeningHours.objects.filter(area=area).values_list("weekday", "opens", "closes"))
+    assert sorted(hours) == [(day, time(7), time(21)) for day in range(7)]
+    assert OpeningHours.objects.count() == 7
+    places = {p.name: (p.lat, p.long) for p in Place.objects.all()}
+    assert places == {
+        "Central Market, Phnom Penh": (11.5696, 104.9210),
+        "Royal Palace, Phnom Penh": (11.5637, 104.9311),
+        "Aeon Mall Phnom Penh": (11.5486, 104.9322),
+        "Phnom Penh International Airport": (11.5466, 104.8441),
+        "Angkor Wat, Siem Reap": (13.4125, 103.8670),
+    }
+    driver = Driver.objects.get(is_sandbox_test_driver=True)
+    assert driver.name == "Sandbox Test Driver"
+    assert Business.objects.get().stage == Stage.LIVE
+
+
+def test_seed_demo_creates_the_demo_region_and_a_live_business_with_a_working_key(api):
+    key = seed_demo()
+
+    assert_demo_data_once()
+    data = account(api, key)
+    assert data["environment"] == "sandbox"
+    assert data["business"]["id"] == str(Business.objects.get().pk)
+
+
+def test_seed_demo_is_safe_to_run_twice(api, clock):
+    seed_demo()
+    key = seed_demo()
+
+    assert_demo_data_once()
+    assert account(api, key)["environment"] == "sandbox"
+    # The demo region is usable as seeded: the printed key places an order in it.
+    response = api.bulk(batch(group(drop("DEMO-1"))), key)
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["counts"]["accepted"] == 1
