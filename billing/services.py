@@ -21,6 +21,7 @@ from billing.models import (
     PricingPlan,
     Wallet,
 )
+from orders.writes import insert_rows
 
 CENT = Decimal("0.01")
 
@@ -89,36 +90,25 @@ class Till:
         for drop_id, price in self.charges:
             balance -= price
             entries.append(
-                LedgerEntry(
-                    wallet_id=self.wallet.pk,
-                    kind=EntryKind.ORDER_DEBIT,
-                    amount=-price,
-                    balance_after=balance,
-                    drop_id=drop_id,
-                    created_at=at,
-                )
+                (self.wallet.pk, EntryKind.ORDER_DEBIT, -price, balance, drop_id, "", at)
             )
         assert balance == self.remaining >= 0
-        LedgerEntry.objects.bulk_create(entries)
+        insert_rows(LedgerEntry, LEDGER_FIELDS, entries)
         Wallet.objects.filter(pk=self.wallet.pk).update(balance=balance, updated_at=at)
         self.wallet.balance = balance
 
     def _accrue_invoice(self, at: datetime) -> None:
         invoice = open_invoice(business=self.business, environment=self.environment, at=at)
         total = sum((price for _, price in self.charges), Decimal("0.00"))
-        InvoiceLine.objects.bulk_create(
-            [
-                InvoiceLine(
-                    invoice_id=invoice.pk,
-                    drop_id=drop_id,
-                    amount=price,
-                    description="Delivery",
-                    created_at=at,
-                )
-                for drop_id, price in self.charges
-            ]
+        insert_rows(
+            InvoiceLine,
+            ("invoice_id", "drop_id", "amount", "description", "created_at"),
+            [(invoice.pk, drop_id, price, "Delivery", at) for drop_id, price in self.charges],
         )
         Invoice.objects.filter(pk=invoice.pk).update(accrued=F("accrued") + total)
+
+
+LEDGER_FIELDS = ("wallet_id", "kind", "amount", "balance_after", "drop_id", "note", "created_at")
 
 
 def open_till(*, business: Business, environment: str) -> Till:

@@ -37,6 +37,7 @@ from orders.models import (
     IdempotencyRecord,
     Order,
 )
+from orders.writes import insert_rows
 
 CREATION_ACTOR = "api"
 
@@ -135,15 +136,13 @@ def _process(row: Batch, batch: BatchIn, *, now: datetime, base_url: str) -> byt
         ).values_list("client_order_id", flat=True)
     )
 
-    results, orders, drop_rows, events = _decide_and_build(
-        row, groups, pickups, drops, taken, till, now
-    )
-    Order.objects.bulk_create(orders)
-    Drop.objects.bulk_create(drop_rows)
-    DeliveryEvent.objects.bulk_create(events)
+    decided = _decide_and_build(row, groups, pickups, drops, taken, till, now)
+    insert_rows(Order, ORDER_FIELDS, decided.orders, json_fields=("pickup_address",))
+    insert_rows(Drop, DROP_FIELDS, decided.drops, json_fields=("address",))
+    insert_rows(DeliveryEvent, EVENT_FIELDS, decided.events)
     till.settle(at=now)
 
-    accepted = len(drop_rows)
+    results, accepted = decided.results, len(decided.drops)
     row.total, row.accepted, row.rejected = len(results), accepted, len(results) - accepted
     row.status = (
         BatchStatus.COMPLETED
@@ -192,13 +191,33 @@ def _check_coverage(pickups: list[Located], drops: list[list[Located]], groups, 
             )
 
 
-def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now):
+ORDER_FIELDS = (
+    "id", "batch_id", "business_id", "environment", "pickup_name", "pickup_phone",
+    "pickup_lat", "pickup_long", "pickup_address", "pickup_resolved", "pickup_scheduled_at",
+    "created_at",
+)  # fmt: skip
+DROP_FIELDS = (
+    "id", "order_id", "batch_id", "business_id", "environment", "client_order_id",
+    "external_waybill", "recipient_name", "recipient_phone", "lat", "long", "address",
+    "resolved", "status", "price", "currency", "created_at", "updated_at",
+)  # fmt: skip
+EVENT_FIELDS = ("drop_id", "status", "at", "actor")
+
+
+@dataclass(slots=True)
+class Decided:
+    """What a batch's decisions produced: the results, and the rows to write."""
+
+    results: list[dict]
+    orders: list[tuple]
+    drops: list[tuple]
+    events: list[tuple]
+
+
+def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now) -> Decided:
     """Walk the drops in submission order; the first failing rule wins."""
-    business, environment, currency = row.business, row.environment, settings.CURRENCY
-    results: list[dict] = []
-    orders: list[Order] = []
-    drop_rows: list[Drop] = []
-    events: list[DeliveryEvent] = []
+    business_id, environment, currency = row.business_id, row.environment, settings.CURRENCY
+    out = Decided([], [], [], [])
     accepted_ids: set[str] = set()
     for group, pickup, group_drops in zip(groups, pickups, drops, strict=True):
         order_id = None
@@ -211,12 +230,11 @@ def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now):
                 if drop.client_order_id in taken or drop.client_order_id in accepted_ids:
                     reason, side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
                 else:
-                    km = haversine_km(*pickup.pin, *located.pin)
-                    price = price_for(till.plan, km)
+                    price = price_for(till.plan, haversine_km(*pickup.pin, *located.pin))
                     if not till.try_charge(price):
                         reason, side = Reason.INSUFFICIENT_BALANCE, "drop"
             if reason is not None:
-                results.append(
+                out.results.append(
                     {
                         "client_order_id": drop.client_order_id,
                         "external_waybill": drop.external_waybill,
@@ -228,50 +246,20 @@ def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now):
                 continue
             if order_id is None:
                 order_id = uuid.uuid4()
-                orders.append(
-                    Order(
-                        id=order_id,
-                        batch_id=row.pk,
-                        business=business,
-                        environment=environment,
-                        pickup_name=p.name,
-                        pickup_phone=p.phone,
-                        pickup_lat=pickup.pin[0],
-                        pickup_long=pickup.pin[1],
-                        pickup_address=p.place.address,
-                        pickup_resolved=pickup.resolved,
-                        pickup_scheduled_at=p.scheduled_at,
-                        created_at=now,
-                    )
-                )
+                out.orders.append((
+                    order_id, row.pk, business_id, environment, p.name, p.phone,
+                    pickup.pin[0], pickup.pin[1], p.place.address, pickup.resolved,
+                    p.scheduled_at, now,
+                ))  # fmt: skip
             drop_id = uuid.uuid4()
             accepted_ids.add(drop.client_order_id)
             till.record(drop_id, price)
-            drop_rows.append(
-                Drop(
-                    id=drop_id,
-                    order_id=order_id,
-                    batch_id=row.pk,
-                    business=business,
-                    environment=environment,
-                    client_order_id=drop.client_order_id,
-                    external_waybill=drop.external_waybill,
-                    recipient_name=drop.name,
-                    recipient_phone=drop.phone,
-                    lat=located.pin[0],
-                    long=located.pin[1],
-                    address=drop.place.address,
-                    resolved=located.resolved,
-                    status=initial,
-                    price=price,
-                    currency=currency,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-            events.append(
-                DeliveryEvent(drop_id=drop_id, status=initial, at=now, actor=CREATION_ACTOR)
-            )
+            out.drops.append((
+                drop_id, order_id, row.pk, business_id, environment, drop.client_order_id,
+                drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
+                drop.place.address, located.resolved, initial, price, currency, now, now,
+            ))  # fmt: skip
+            out.events.append((drop_id, initial, now, CREATION_ACTOR))
             entry = {
                 "client_order_id": drop.client_order_id,
                 "external_waybill": drop.external_waybill,
@@ -285,8 +273,8 @@ def _decide_and_build(row, groups, pickups, drops, taken, till: Till, now):
                 entry["resolved_pin"] = {"lat": located.pin[0], "long": located.pin[1]}
             if pickup.resolved:
                 entry["pickup_resolved_pin"] = {"lat": pickup.pin[0], "long": pickup.pin[1]}
-            results.append(entry)
-    return results, orders, drop_rows, events
+            out.results.append(entry)
+    return out
 
 
 def _first_failure(pickup: Located, drop: Located) -> tuple[Reason | None, str]:

@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from billing.models import EntryKind, LedgerEntry, Wallet
-from billing.services import BillingError, post_wallet_entry, sandbox_top_up
+from billing.services import BillingError, Till, post_wallet_entry, sandbox_top_up
 from orders.models import Batch, BatchStatus, DeliveryEvent, Drop, DropStatus, Order
 from tests.billing import assert_ledger_consistent, outcomes, prices, wallet_of
 from tests.factories import SHOP, batch, drop, group, many_drops
@@ -229,7 +229,8 @@ def test_crash_mid_batch_leaves_nothing_behind_and_the_retry_is_processed_fresh(
         raise RuntimeError("the disk is full")
 
     with monkeypatch.context() as patched:
-        patched.setattr(LedgerEntry.objects, "bulk_create", crash)
+        # The ledger write runs after the drops are written in the same transaction.
+        patched.setattr(Till, "_debit_wallet", crash)
         crashed = api.bulk(body, alice.sandbox_key, key)
 
     assert crashed.status_code == 500
