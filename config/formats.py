@@ -18,3 +18,15 @@ def money(value: Decimal | None) -> str | None:
     if value is None:
         return None
     return format(value.quantize(CENT), "f")
+
+
+def iso_z_text(stored: str | None) -> str | None:
+    """A timestamp read as text ("2026-11-23 03:00:00.5+00" on PostgreSQL, with the session
+    in UTC; "2026-11-23 03:00:00.500000" on SQLite) in the wire format of iso_z()."""
+    if stored is None:
+        return None
+    fraction = "000"
+    if len(stored) > 19 and stored[19] == ".":
+        digits = stored[20:].split("+", 1)[0].split("-", 1)[0]
+        fraction = (digits + "000")[:3]
+    return f"{stored[:10]}T{stored[11:19]}.{fraction}Z"

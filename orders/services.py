@@ -132,7 +132,7 @@ def _process(row: Batch, batch: BatchIn, *, now: datetime, base_url: str) -> byt
             business=business,
             environment=environment,
             status__in=ACTIVE_STATUSES,
-            client_order_id__in=all_ids,
+            client_order_id__any=list(all_ids),
         ).values_list("client_order_id", flat=True)
     )
 
