@@ -31,3 +31,4 @@ def django_db_modify_db_settings(postgres_cluster):
         PASSWORD="",
         NAME="delivery",
     )
+    settings.DATABASES["default"].setdefault("OPTIONS", {}).setdefault("server_side_binding", True)
