@@ -224,7 +224,7 @@ def test_close_invoices_refuses_a_month_that_has_not_ended(ended_months, month):
     assert not Invoice.objects.exclude(status=InvoiceStatus.OPEN).exists()
 
 
-@pytest.mark.parametrize("month", ["2026-13", "11/2026", "November", "2026-11-01"])
+@pytest.mark.parametrize("month", ["2026-13", "11/2026", "November", "2026-11-01", "2026-9"])
 def test_close_invoices_refuses_a_malformed_month(ended_months, month):
     with pytest.raises(CommandError):
         close("--month", month)

@@ -1,5 +1,6 @@
 """close_invoices: issue the invoices of ended months (run daily or on the 1st by cron)."""
 
+import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -21,9 +22,11 @@ class Command(BaseCommand):
         current = invoice_period(now)
         if month:
             try:
+                if not re.fullmatch(r"\d{4}-\d{2}", month):
+                    raise ValueError(month)
                 datetime.strptime(month, "%Y-%m")
             except ValueError as exc:
-                raise CommandError("--month must be YYYY-MM") from exc
+                raise CommandError("--month must be YYYY-MM, e.g. 2026-09") from exc
             if month >= current:
                 raise CommandError(f"{month} has not ended yet (current month {current}).")
             year, mon = map(int, month.split("-"))
