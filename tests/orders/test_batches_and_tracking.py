@@ -8,46 +8,11 @@ import pytest
 
 from orders.models import Batch, Drop, DropStatus
 from tests.factories import HOME, PHONE, RECIPIENT_PHONE, SHOP, batch, drop, group
+from tests.helpers import ROYAL_PALACE, assert_error
+from tests.helpers import TRACKING_ENTRY_KEYS as TRACKED_KEYS
 
 ANGKOR_WAT = {"lat": 13.4125, "long": 103.8670}
-ROYAL_PALACE = {
-    "complete_address": "Royal Palace, Phnom Penh",
-    "city": "Phnom Penh",
-    "country": "KH",
-}
 THIS_AFTERNOON = "2026-11-23T07:00:00Z"  # 14:00 in Phnom Penh; the fixture clock is at 10:00
-
-TRACKED_KEYS = {
-    "client_order_id",
-    "status",
-    "drop_id",
-    "pass_order_id",
-    "batch_id",
-    "external_waybill",
-    "environment",
-    "pickup",
-    "dropoff",
-    "driver",
-    "price",
-    "currency",
-    "created_at",
-    "updated_at",
-    "events",
-}
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    """The error envelope of DESIGN.md §3; returns its `error` object."""
-    assert response.status_code == status, response.content
-    body = response.json()
-    assert set(body) == {"statusCode", "success", "error"}
-    assert body["statusCode"] == status
-    assert body["success"] is False
-    error = body["error"]
-    assert set(error) == {"code", "message", "details", "request_id"}
-    assert error["code"] == code
-    assert error["request_id"] == response["X-Request-Id"]
-    return error
 
 
 def ok(response) -> dict:

@@ -11,13 +11,9 @@ from config.formats import money
 from geo.models import ServiceArea
 from orders.models import Batch, BatchStatus, DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import HOME, SHOP, batch, drop, group
+from tests.helpers import ROYAL_PALACE
 
 ANGKOR_WAT = {"lat": 13.4125, "long": 103.8670}
-ROYAL_PALACE = {
-    "complete_address": "Royal Palace, Phnom Penh",
-    "city": "Phnom Penh",
-    "country": "KH",
-}
 CENTRAL_MARKET = {
     "complete_address": "Central Market, Phnom Penh",
     "city": "Phnom Penh",

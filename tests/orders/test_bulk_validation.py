@@ -7,31 +7,9 @@ import uuid
 
 import pytest
 
-from orders.models import Batch, DeliveryEvent, Drop, IdempotencyRecord, Order
+from orders.models import Batch, Drop, IdempotencyRecord
 from tests.factories import batch, drop, group, many_drops, pickup
-
-ROYAL_PALACE = {
-    "complete_address": "Royal Palace, Phnom Penh",
-    "city": "Phnom Penh",
-    "country": "KH",
-}
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    """The error envelope of DESIGN.md §3; returns its `error` object."""
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"statusCode", "success", "error"}
-    assert body["statusCode"] == status
-    assert body["success"] is False
-    error = body["error"]
-    assert set(error) == {"code", "message", "details", "request_id"}
-    assert error["code"] == code
-    assert isinstance(error["message"], str) and error["message"]
-    assert isinstance(error["details"], list)
-    assert error["request_id"] == response["X-Request-Id"]
-    return error
+from tests.helpers import ROYAL_PALACE, assert_error, assert_nothing_stored
 
 
 def assert_validation_error(response, *fields: str) -> list[dict]:
@@ -42,14 +20,6 @@ def assert_validation_error(response, *fields: str) -> list[dict]:
         assert isinstance(item["message"], str) and item["message"]
     assert sorted(item["field"] for item in details) == sorted(fields)
     return details
-
-
-def assert_nothing_stored() -> None:
-    assert Batch.objects.count() == 0
-    assert Order.objects.count() == 0
-    assert Drop.objects.count() == 0
-    assert DeliveryEvent.objects.count() == 0
-    assert IdempotencyRecord.objects.count() == 0
 
 
 def one_drop_batch() -> dict:

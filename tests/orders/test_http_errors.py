@@ -12,35 +12,11 @@ from django.test.client import FakePayload
 
 from accounts.models import ApiKey, Business, Stage
 from accounts.services import reactivate, revoke_api_key, suspend
-from orders.models import Batch, DeliveryEvent, Drop, IdempotencyRecord, Order
+from orders.models import Drop
 from tests.factories import batch, drop, group, pickup
+from tests.helpers import assert_error, assert_nothing_stored
 
 MiB = 1024 * 1024
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    """The error envelope of DESIGN.md §3; returns its `error` object."""
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"statusCode", "success", "error"}
-    assert body["statusCode"] == status
-    assert body["success"] is False
-    error = body["error"]
-    assert set(error) == {"code", "message", "details", "request_id"}
-    assert error["code"] == code
-    assert isinstance(error["message"], str) and error["message"]
-    assert isinstance(error["details"], list)
-    assert error["request_id"] == response["X-Request-Id"]
-    return error
-
-
-def assert_nothing_stored() -> None:
-    assert Batch.objects.count() == 0
-    assert Order.objects.count() == 0
-    assert Drop.objects.count() == 0
-    assert DeliveryEvent.objects.count() == 0
-    assert IdempotencyRecord.objects.count() == 0
 
 
 def post_without_content_type(api, path: str, body: bytes, key: str):

@@ -9,31 +9,11 @@ import pytest
 from config.formats import iso_z, money
 from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
+from tests.helpers import ROYAL_PALACE
+from tests.helpers import TRACKING_ENTRY_KEYS as ENTRY_KEYS
 from tests.tracking import THIS_AFTERNOON, advance, cancel, drop_in, entries, place
 
 S = DropStatus
-ROYAL_PALACE = {
-    "complete_address": "Royal Palace, Phnom Penh",
-    "city": "Phnom Penh",
-    "country": "KH",
-}
-ENTRY_KEYS = {
-    "client_order_id",
-    "status",
-    "drop_id",
-    "pass_order_id",
-    "batch_id",
-    "external_waybill",
-    "environment",
-    "pickup",
-    "dropoff",
-    "driver",
-    "price",
-    "currency",
-    "created_at",
-    "updated_at",
-    "events",
-}
 
 
 def track_one(api, key: str, identifier: str) -> dict:

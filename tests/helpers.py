@@ -1,0 +1,59 @@
+"""Assertions and constants shared across the suite's test modules."""
+
+from __future__ import annotations
+
+from billing.models import LedgerEntry
+from orders.models import Batch, DeliveryEvent, Drop, IdempotencyRecord, Order
+
+# A gazetteer place of the demo region (DESIGN.md §8), as an address object.
+ROYAL_PALACE = {
+    "complete_address": "Royal Palace, Phnom Penh",
+    "city": "Phnom Penh",
+    "country": "KH",
+}
+
+# The fields of a found tracking entry (DESIGN.md §5).
+TRACKING_ENTRY_KEYS = {
+    "client_order_id",
+    "status",
+    "drop_id",
+    "pass_order_id",
+    "batch_id",
+    "external_waybill",
+    "environment",
+    "pickup",
+    "dropoff",
+    "driver",
+    "price",
+    "currency",
+    "created_at",
+    "updated_at",
+    "events",
+}
+
+
+def assert_error(response, status: int, code: str) -> dict:
+    """The error envelope of DESIGN.md §3; returns its `error` object."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"statusCode", "success", "error"}
+    assert body["statusCode"] == status
+    assert body["success"] is False
+    error = body["error"]
+    assert set(error) == {"code", "message", "details", "request_id"}
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    assert isinstance(error["details"], list)
+    assert error["request_id"] == response["X-Request-Id"]
+    return error
+
+
+def assert_nothing_stored() -> None:
+    """No batch left any row behind."""
+    assert Batch.objects.count() == 0
+    assert Order.objects.count() == 0
+    assert Drop.objects.count() == 0
+    assert DeliveryEvent.objects.count() == 0
+    assert IdempotencyRecord.objects.count() == 0
+    assert LedgerEntry.objects.filter(kind="ORDER_DEBIT").count() == 0
