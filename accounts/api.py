@@ -7,9 +7,11 @@ from rest_framework import viewsets
 
 from billing.services import account_summary
 from config.api import envelope
+from config.openapi import ACCOUNT
 
 
 class AccountViewSet(viewsets.ViewSet):
+    @ACCOUNT
     def list(self, request):
         business, environment = request.auth.business, request.auth.environment
         data = {

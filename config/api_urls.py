@@ -1,10 +1,11 @@
 """Routes of /api/v1: one DRF router over the apps' viewsets."""
 
-from django.urls import re_path
+from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from accounts.api import AccountViewSet
 from config.api import error_response
+from config.openapi import DocsView, SchemaView
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
 from tracking.api import SandboxViewSet, TrackingViewSet
@@ -24,4 +25,10 @@ def unknown_path(request, rest=""):
     return error_response(request, 404, "NOT_FOUND", "No such resource.")
 
 
-urlpatterns = [*router.urls, re_path(r"^(?P<rest>.*)$", unknown_path)]
+urlpatterns = [
+    *router.urls,
+    # Public: the OpenAPI schema and its docs page need no key.
+    path("schema/", SchemaView.as_view(), name="api-schema"),
+    path("docs/", DocsView.as_view(), name="api-docs"),
+    re_path(r"^(?P<rest>.*)$", unknown_path),
+]

@@ -6,12 +6,20 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.strict_env import (
+    env_bool,
+    env_int,
+    env_proxy_ssl_header,
+    env_rate,
+    is_secure_secret_key,
+)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-DEBUG = env.bool("DEBUG", default=False)
+DEBUG = env_bool("DEBUG", default=False)
 
 _DEV_SECRET = "dev-only-insecure-secret-key-never-use-in-production"
 SECRET_KEY = env.str("SECRET_KEY", default="")
@@ -20,10 +28,28 @@ if not SECRET_KEY:
         # A production process must never sign sessions with a guessable key.
         raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off.")
     SECRET_KEY = _DEV_SECRET
+elif not DEBUG and (SECRET_KEY == _DEV_SECRET or not is_secure_secret_key(SECRET_KEY)):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too weak for DEBUG off: at least 50 random characters, e.g. "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'."
+    )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 BASE_URL = env.str("BASE_URL", default="").rstrip("/")
+
+# HTTPS. DEBUG off means production: secure by default, each switch overridable
+# (docs/deployment.md).
+# Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https
+# (only if the proxy always sets that header), or every request looks like plain http.
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the load balancer's probe may speak plain http
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -34,6 +60,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "config",
     "accounts",
     "billing",
@@ -44,6 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestIdMiddleware",
+    "config.throttling.RateLimitHeadersMiddleware",
     "config.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -78,9 +107,19 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Parameters travel apart from the SQL: a list of 1000 ids is one array, not 1000 quoted
+    # literals spliced into the statement by the client.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("server_side_binding", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# Shared by every app process: rate limits and the login throttle count here. The default is
+# a table in the main database (created by accounts' migration 0003); Redis also works.
+CACHES = {"default": env.cache("CACHE_URL", default="dbcache://django_cache")}
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache":
+    CACHES["default"]["BACKEND"] = "config.cache.DatabaseCache"  # its incr() is atomic
+    # Past MAX_ENTRIES the table is culled, live counters too: keep room for every active key.
+    CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 100_000)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -95,9 +134,21 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+# In production collectstatic writes hashed, compressed copies that whitenoise serves with
+# far-future caching; a page naming a file collectstatic did not see fails loudly.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
-WHITENOISE_USE_FINDERS = True
+# Straight from the source folders while developing; in production only collectstatic's
+# output, so every file is served hashed and compressed.
+WHITENOISE_USE_FINDERS = DEBUG
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 
@@ -110,6 +161,9 @@ MAX_DROPS_PER_BATCH = env.int("MAX_DROPS_PER_BATCH", default=5000)
 MAX_TRACKING_IDENTIFIERS = env.int("MAX_TRACKING_IDENTIFIERS", default=1000)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env.int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10)
 IDEMPOTENCY_TTL_HOURS = env.int("IDEMPOTENCY_TTL_HOURS", default=24)
+# Per API key, "<requests>/<second|minute|hour|day>" (config/throttling.py).
+RATE_LIMIT_DEFAULT = env_rate("RATE_LIMIT_DEFAULT", default="1200/minute")
+RATE_LIMIT_BULK = env_rate("RATE_LIMIT_BULK", default="120/minute")
 GEOCODER = env.str("GEOCODER", default="gazetteer")  # "gazetteer" or "nominatim"
 NOMINATIM_URL = env.str("NOMINATIM_URL", default="https://nominatim.openstreetmap.org")
 NOMINATIM_TIMEOUT_SECONDS = env.float("NOMINATIM_TIMEOUT_SECONDS", default=3.0)
@@ -127,12 +181,52 @@ REST_FRAMEWORK = {
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.AlwaysJson",
     "EXCEPTION_HANDLER": "config.api.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
+# The OpenAPI schema at /api/v1/schema/ and its docs page (config/openapi.py); the page's
+# assets come from drf-spectacular-sidecar's static files, never from a CDN.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Delivery Orders API",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_ADD_EXPLICIT_BLANK_NULL_CHOICE": False,
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
+    "ENUM_NAME_OVERRIDES": {
+        "FailureReason": "config.openapi.FAILURE_REASONS",
+        "DropStatus": "config.openapi.DROP_STATUSES",
+        "BatchStatus": "config.openapi.BATCH_STATUSES",
+        "Environment": "config.openapi.ENVIRONMENTS",
+        "BillingModel": "config.openapi.BILLING_MODELS",
+        "InvoiceStatus": "config.openapi.INVOICE_STATUSES",
+        "AdvanceTarget": "config.openapi.ADVANCE_TARGET_VALUES",
+        "Weekday": "config.openapi.WEEKDAYS",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.openapi.describe_api",
+    ],
+}
+
+# One JSON object per line on stderr, each with the request id (config/logging.py); the
+# "api.access" logger writes one line per API request.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.logging.RequestIdFilter"}},
+    "formatters": {"json": {"()": "config.logging.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.request": {"level": "ERROR"}},
 }

@@ -6,10 +6,12 @@ from django.conf import settings
 from rest_framework import viewsets
 
 from config.api import envelope
+from config.openapi import SERVICE_AREAS
 from geo.models import ServiceArea
 
 
 class ServiceAreaViewSet(viewsets.ViewSet):
+    @SERVICE_AREAS
     def list(self, request):
         areas = [
             {

@@ -9,6 +9,7 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 
 from config.api import ApiError, envelope, json_response
+from config.openapi import BATCH, BULK
 from orders.inputs import idempotency_key_from, parse_batch
 from orders.selectors import batch_detail
 from orders.services import create_batch
@@ -19,7 +20,11 @@ def base_url_of(request) -> str:
 
 
 class OrderViewSet(viewsets.ViewSet):
-    @action(detail=False, methods=["post"], url_path="bulk")
+    throttle_scope = "default"  # the bulk action counts under its own scope
+
+    @BULK
+    # Counted apart from other calls, under RATE_LIMIT_BULK (config/throttling.py).
+    @action(detail=False, methods=["post"], url_path="bulk", throttle_scope="bulk")
     def bulk(self, request):
         key = idempotency_key_from(request)
         batch_in = parse_batch(request.data)
@@ -35,11 +40,13 @@ class OrderViewSet(viewsets.ViewSet):
 
 
 class BatchViewSet(viewsets.ViewSet):
+    lookup_url_kwarg = "batch_id"
     lookup_value_regex = "[^/]+"
 
-    def retrieve(self, request, pk=None):
+    @BATCH
+    def retrieve(self, request, batch_id=None):
         try:
-            batch_id = uuid.UUID(pk)
+            batch_id = uuid.UUID(batch_id)
         except ValueError as exc:
             raise ApiError(404, "NOT_FOUND", "No such batch.") from exc
         data = batch_detail(

@@ -7,6 +7,7 @@ from rest_framework.decorators import action
 
 from accounts.models import Environment
 from config.api import ApiError, envelope, validation_error
+from config.openapi import ADVANCE, CANCEL, TRACKING
 from tracking.inputs import parse_identifiers
 from tracking.lifecycle import ADVANCE_TARGETS
 from tracking.selectors import track_drops
@@ -14,6 +15,7 @@ from tracking.services import advance_sandbox_orders, cancel_orders
 
 
 class TrackingViewSet(viewsets.ViewSet):
+    @TRACKING
     @action(detail=False, methods=["post"])
     def tracking(self, request):
         identifiers = parse_identifiers(request.data)
@@ -24,6 +26,7 @@ class TrackingViewSet(viewsets.ViewSet):
         )
         return envelope({"orders": orders})
 
+    @CANCEL
     @action(detail=False, methods=["post"])
     def cancel(self, request):
         identifiers = parse_identifiers(request.data)
@@ -37,6 +40,7 @@ class TrackingViewSet(viewsets.ViewSet):
 
 
 class SandboxViewSet(viewsets.ViewSet):
+    @ADVANCE
     @action(detail=False, methods=["post"])
     def advance(self, request):
         if request.auth.environment != Environment.SANDBOX:

@@ -33,8 +33,8 @@ PRIVATE_PAGES = [
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    # The login throttle counts in the cache; each test starts from zero.
+def _fresh_cache(db):
+    # The login throttle counts in the cache (a database table); each test starts from zero.
     cache.clear()
     yield
     cache.clear()

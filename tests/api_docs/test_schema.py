@@ -1,0 +1,149 @@
+"""The OpenAPI schema and its docs page: clean, complete, public, and served from our own files."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import orjson
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.test import Client
+
+OPERATIONS = {
+    ("/api/v1/orders/bulk", "post"),
+    ("/api/v1/batches/{batch_id}", "get"),
+    ("/api/v1/orders/tracking", "post"),
+    ("/api/v1/orders/cancel", "post"),
+    ("/api/v1/sandbox/orders/advance", "post"),
+    ("/api/v1/account", "get"),
+    ("/api/v1/service-areas", "get"),
+}
+
+
+def served_schema() -> dict:
+    response = Client().get("/api/v1/schema/?format=json")
+    assert response.status_code == 200
+    return orjson.loads(response.content)
+
+
+def error_codes(schema: dict, path: str, method: str, status: str) -> list[str]:
+    ref = schema["paths"][path][method]["responses"][status]["content"]["application/json"]
+    envelope = schema["components"]["schemas"][ref["schema"]["$ref"].rsplit("/", 1)[1]]
+    error = envelope["properties"]["error"]["$ref"].rsplit("/", 1)[1]
+    return schema["components"]["schemas"][error]["properties"]["code"]["allOf"][0]["enum"]
+
+
+def test_spectacular_validate_fail_on_warn_is_clean(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    # Raises SchemaGenerationError on any warning or error; validation runs against the spec.
+    call_command(
+        "spectacular",
+        "--validate",
+        "--fail-on-warn",
+        "--file",
+        str(tmp_path / "schema.yaml"),
+        stdout=out,
+        stderr=err,
+    )
+    assert "Warning" not in err.getvalue() and "Error" not in err.getvalue(), err.getvalue()
+    assert (tmp_path / "schema.yaml").read_text().startswith("openapi: 3.")
+
+
+def test_schema_is_public_yaml_by_default_and_json_on_request():
+    response = Client().get("/api/v1/schema/")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/vnd.oai.openapi")
+    assert response["X-Request-Id"]
+    # A key is not needed, and a bad one is not even looked at.
+    response = Client().get("/api/v1/schema/?format=json", HTTP_AUTHORIZATION="Bearer nonsense")
+    assert response.status_code == 200
+    assert orjson.loads(response.content)["openapi"].startswith("3.")
+
+
+def test_schema_describes_every_endpoint_and_nothing_else():
+    schema = served_schema()
+    operations = {(path, method) for path, item in schema["paths"].items() for method in item}
+    assert operations == OPERATIONS  # the catch-all 404 route and the docs pages are not in it
+
+
+def test_bearer_auth_and_headers_are_described():
+    schema = served_schema()
+    scheme = schema["components"]["securitySchemes"]["ApiKey"]
+    assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
+    for path, method in OPERATIONS:
+        op = schema["paths"][path][method]
+        assert op["security"] == [{"ApiKey": []}]
+        assert "X-Request-Id" in op["responses"]["200"]["headers"]
+        assert "Retry-After" in op["responses"]["429"]["headers"]
+        assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= set(
+            op["responses"]["200"]["headers"]
+        )
+    bulk = schema["paths"]["/api/v1/orders/bulk"]["post"]
+    (key,) = [p for p in bulk["parameters"] if p["name"] == "Idempotency-Key"]
+    assert key["in"] == "header" and key["required"] is True
+    assert key["schema"] == {"type": "string", "format": "uuid"}
+    assert "Idempotent-Replayed" in bulk["responses"]["200"]["headers"]
+
+
+def test_error_codes_per_endpoint():
+    schema = served_schema()
+    bulk = ("/api/v1/orders/bulk", "post")
+    assert set(error_codes(schema, *bulk, "400")) == {
+        "VALIDATION_ERROR",
+        "MALFORMED_JSON",
+        "IDEMPOTENCY_KEY_MISSING",
+        "IDEMPOTENCY_KEY_INVALID",
+    }
+    assert set(error_codes(schema, *bulk, "409")) == {
+        "IDEMPOTENCY_KEY_REUSED",
+        "CLIENT_BATCH_ID_REUSED",
+    }
+    tracking = ("/api/v1/orders/tracking", "post")
+    assert set(error_codes(schema, *tracking, "400")) == {"VALIDATION_ERROR", "MALFORMED_JSON"}
+    assert "409" not in schema["paths"][tracking[0]]["post"]["responses"]
+    advance = ("/api/v1/sandbox/orders/advance", "post")
+    assert "SANDBOX_ONLY" in error_codes(schema, *advance, "403")
+    assert error_codes(schema, "/api/v1/batches/{batch_id}", "get", "404") == ["NOT_FOUND"]
+    for path, method in OPERATIONS:
+        assert error_codes(schema, path, method, "401") == ["UNAUTHENTICATED"]
+        assert error_codes(schema, path, method, "405") == ["METHOD_NOT_ALLOWED"]
+        assert error_codes(schema, path, method, "413") == ["PAYLOAD_TOO_LARGE"]
+        assert error_codes(schema, path, method, "429") == ["RATE_LIMITED"]
+        if method == "post":
+            assert error_codes(schema, path, method, "415") == ["UNSUPPORTED_MEDIA_TYPE"]
+
+
+def test_order_results_are_accepted_or_rejected():
+    components = served_schema()["components"]["schemas"]
+    assert set(components["OrderResult"]["discriminator"]["mapping"]) == {"accepted", "rejected"}
+    assert {"pass_order_id", "drop_id", "price"} <= set(components["AcceptedOrder"]["required"])
+    assert "failure_reason" in components["RejectedOrder"]["required"]
+    assert components["FailureReason"]["enum"] == [
+        "INVALID_PHONE",
+        "INVALID_COORDINATES",
+        "GEOCODE_FAILED",
+        "OUT_OF_SERVICE_AREA",
+        "SCHEDULE_IN_PAST",
+        "OUTSIDE_OPERATING_HOURS",
+        "DUPLICATE_CLIENT_ORDER_ID",
+        "INSUFFICIENT_BALANCE",
+    ]
+
+
+def test_docs_page_is_public_and_its_assets_are_ours():
+    client = Client()
+    response = client.get("/api/v1/docs/", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert "/api/v1/schema/" in page
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert any(a.endswith("swagger-ui-bundle.js") for a in assets)
+    assert any(a.endswith("swagger-ui.css") for a in assets)
+    for asset in assets:
+        assert asset.startswith("/static/"), f"{asset} is not served by us (no CDN)"
+        assert finders.find(asset.removeprefix("/static/")), asset
+        served = client.get(asset)
+        assert served.status_code == 200, asset
+        assert b"".join(served.streaming_content)

@@ -1,0 +1,172 @@
+"""Per-key rate limits (DESIGN.md §3, §10): 429 RATE_LIMITED with Retry-After, RateLimit-* on
+every counted answer, one counter per key and scope, exact under concurrency.
+
+Limits are lowered per test with the `settings` fixture; the throttle reads them per request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from orders.models import Batch
+from tests.factories import batch, drop, group
+from tests.fixtures import OPEN_HOURS, Api
+from tests.helpers import assert_error
+
+WAIT_SECONDS = 30
+
+
+@pytest.fixture
+def frozen():
+    """The clock stopped at a whole second in business hours: windows are exactly predictable."""
+    with time_machine.travel(OPEN_HOURS, tick=False) as traveller:
+        yield traveller
+
+
+def quota(response) -> tuple[str, str, str]:
+    return (
+        response["RateLimit-Limit"],
+        response["RateLimit-Remaining"],
+        response["RateLimit-Reset"],
+    )
+
+
+def test_every_counted_answer_carries_the_ratelimit_headers(frozen, alice, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "3/minute"
+    answers = [api.get("/account", alice.sandbox_key) for _ in range(3)]
+    assert [r.status_code for r in answers] == [200, 200, 200]
+    assert [quota(r) for r in answers] == [("3", "2", "60"), ("3", "1", "60"), ("3", "0", "60")]
+
+
+def test_over_the_limit_is_429_rate_limited_with_retry_after(frozen, alice, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "3/minute"
+    for _ in range(3):
+        assert api.get("/account", alice.sandbox_key).status_code == 200
+    frozen.shift(20)
+
+    response = api.get("/account", alice.sandbox_key)
+
+    error = assert_error(response, 429, "RATE_LIMITED")
+    assert error["details"] == []
+    assert response["Retry-After"] == "40"
+    assert quota(response) == ("3", "0", "40")
+
+
+def test_400s_count_and_carry_the_headers_too(frozen, alice, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "2/minute"
+    response = api.post("/orders/tracking", {"identifiers": []}, alice.sandbox_key)
+    assert_error(response, 400, "VALIDATION_ERROR")
+    assert quota(response) == ("2", "1", "60")
+
+
+def test_unauthenticated_calls_are_not_counted(frozen, db, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "1/minute"
+    for _ in range(3):
+        response = api.get("/account", None)
+        assert_error(response, 401, "UNAUTHENTICATED")
+        assert "RateLimit-Limit" not in response
+
+
+def test_the_window_resets_after_its_period(frozen, alice, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "2/minute"
+    for _ in range(2):
+        api.get("/account", alice.sandbox_key)
+    assert api.get("/account", alice.sandbox_key).status_code == 429
+    frozen.shift(59)
+    assert api.get("/account", alice.sandbox_key).status_code == 429
+
+    frozen.shift(1)
+    response = api.get("/account", alice.sandbox_key)
+
+    assert response.status_code == 200
+    assert quota(response) == ("2", "1", "60")
+
+
+def test_each_key_has_its_own_counter(frozen, alice, bob, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "2/minute"
+    for _ in range(3):
+        api.get("/account", alice.sandbox_key)
+    assert api.get("/account", alice.sandbox_key).status_code == 429
+
+    response = api.get("/account", bob.sandbox_key)
+    assert response.status_code == 200
+    assert quota(response) == ("2", "1", "60")
+    # Alice's live key is another key: its own counter too.
+    assert api.get("/account", alice.live_key).status_code == 200
+
+
+def test_bulk_has_its_own_scope_and_limit(frozen, region, alice, api, settings):
+    settings.RATE_LIMIT_BULK = "2/minute"
+    settings.RATE_LIMIT_DEFAULT = "5/minute"
+    for remaining in ("1", "0"):
+        response = api.bulk(batch(group(drop())), alice.sandbox_key)
+        assert response.status_code == 200, response.content
+        assert quota(response) == ("2", remaining, "60")
+
+    throttled = api.bulk(batch(group(drop())), alice.sandbox_key)
+
+    assert_error(throttled, 429, "RATE_LIMITED")
+    assert throttled["Retry-After"] == "60"
+    assert Batch.objects.count() == 2  # the throttled batch never reached the pipeline
+    # Other calls count apart, under the default limit.
+    tracking = api.track(["A-1"], alice.sandbox_key)
+    assert tracking.status_code == 200
+    assert quota(tracking) == ("5", "4", "60")
+
+
+def test_the_rate_is_read_at_request_time(frozen, alice, api, settings):
+    settings.RATE_LIMIT_DEFAULT = "1/minute"
+    api.get("/account", alice.sandbox_key)
+    assert api.get("/account", alice.sandbox_key).status_code == 429
+    settings.RATE_LIMIT_DEFAULT = "10/minute"
+    response = api.get("/account", alice.sandbox_key)
+    assert response.status_code == 200
+    assert quota(response) == ("10", "7", "60")
+
+
+def test_opening_a_window_costs_the_queries_of_counting_in_one(frozen, alice, api, settings):
+    """Query-count tests elsewhere compare calls; the throttle must cost the same in each."""
+    settings.RATE_LIMIT_DEFAULT = "100/second"
+    api.get("/account", alice.sandbox_key)  # the key's last_used write, once a minute
+    frozen.shift(2)  # the window has ended: the next call opens one
+
+    with CaptureQueriesContext(connection) as opening:
+        api.get("/account", alice.sandbox_key)
+    with CaptureQueriesContext(connection) as counting:
+        api.get("/account", alice.sandbox_key)
+
+    assert len(opening) == len(counting)
+
+
+# --- across processes: the database cache counts exactly ----------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_are_counted_exactly(alice, settings):
+    settings.RATE_LIMIT_DEFAULT = "10/minute"
+    n = 30
+    barrier = threading.Barrier(n)
+
+    def one(_: int):
+        try:
+            api = Api()
+            barrier.wait(WAIT_SECONDS)
+            return api.get("/account", alice.sandbox_key)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        responses = list(pool.map(one, range(n), timeout=WAIT_SECONDS * 2))
+
+    assert Counter(r.status_code for r in responses) == {200: 10, 429: 20}
+    # No two requests saw the same count: every increment landed.
+    served = sorted(int(r["RateLimit-Remaining"]) for r in responses if r.status_code == 200)
+    assert served == list(range(10))
+    assert all(r["Retry-After"] for r in responses if r.status_code == 429)

@@ -1,0 +1,107 @@
+"""The batch's database connection terminated mid-transaction (pg_terminate_backend, as an
+operator or a failover would) answers a JSON 500, leaves no partial rows, and the retry with
+the same Idempotency-Key is processed fresh (DESIGN.md §3, §4 "Atomicity").
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import orjson
+import pytest
+from django.db import connection
+
+from billing.models import Wallet
+from orders.models import IdempotencyRecord
+from tests.reliability import (
+    HOLD_POINTS,
+    WAIT_SECONDS,
+    Background,
+    BatchHold,
+    assert_processed_fresh_and_charged_once,
+    backend_alive,
+    large_batch,
+    open_all_day,
+    serving,
+    stored_rows,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DROPS = 2000
+# What a 500 must never show a client: a traceback, the driver, the SQL, the database.
+LEAKS = (b"Traceback", b'File "', b"psycopg", b"terminating", b"administrator", b"orders_")
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, tmp_path_factory):
+    with serving(tmp_path_factory.mktemp("gunicorn") / "gunicorn.log") as running:
+        yield running
+
+
+@pytest.fixture
+def hold():
+    batch_hold = BatchHold()
+    yield batch_hold
+    batch_hold.remove()
+
+
+@pytest.fixture
+def shop(make_tenant):
+    open_all_day()
+    return make_tenant(name="Big Shop", sandbox_balance="10000.00")
+
+
+def terminate_backend(pid: int) -> bool:
+    """pg_terminate_backend, waiting (PostgreSQL 14+) until the backend has exited."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s, %s)", [pid, WAIT_SECONDS * 1000])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize("point", list(HOLD_POINTS))
+def test_a_connection_terminated_mid_batch_is_a_json_500_that_leaves_nothing(
+    server, hold, shop, point
+):
+    wallet = Wallet.objects.get(business=shop.business, environment="sandbox")
+    balance_before, before = wallet.balance, stored_rows()
+    body = orjson.dumps(large_batch("TERMINATED"))
+    idempotency_key = str(uuid.uuid4())
+    worker = server.wait_ready()
+    hold.hold(HOLD_POINTS[point])
+
+    sent = Background(server.bulk, body, shop.sandbox_key, idempotency_key)
+    held = hold.held_backend(sent)
+    assert held.has_written
+    assert HOLD_POINTS[point].written <= held.locked_for_writing, held
+    assert terminate_backend(held.pid)
+    crashed = sent.result()
+
+    assert crashed.status == 500, crashed.body[:1000]
+    assert crashed.headers["content-type"] == "application/json"
+    envelope = crashed.json()
+    assert envelope["statusCode"] == 500
+    assert envelope["success"] is False
+    assert envelope["error"]["code"] == "INTERNAL_ERROR"
+    assert envelope["error"]["request_id"] == crashed.headers["x-request-id"]
+    for leak in LEAKS:
+        assert leak not in crashed.body
+    assert not backend_alive(held.pid)
+    assert stored_rows() == before
+    assert not IdempotencyRecord.objects.filter(key=idempotency_key).exists()
+    assert Wallet.objects.get(pk=wallet.pk).balance == balance_before
+
+    hold.remove()
+    # A lost database connection costs one request, not the worker: the same one retries.
+    assert server.wait_ready() == worker
+    retried = server.bulk(body, shop.sandbox_key, idempotency_key)
+    assert_processed_fresh_and_charged_once(
+        retried,
+        wallet=wallet,
+        balance_before=balance_before,
+        idempotency_key=idempotency_key,
+        drops=DROPS,
+    )
+    replayed = server.bulk(body, shop.sandbox_key, idempotency_key)
+    assert replayed.headers.get("idempotent-replayed") == "true"
+    assert replayed.body == retried.body
