@@ -165,7 +165,9 @@ class Drop(models.Model):
                 name="client_order_id_active_once",
             )
         ]
-        indexes = [models.Index(fields=["business", "environment", "client_order_id"])]
+        # client_order_id first: lookups send the ids as one array (= ANY), which only an
+        # index led by that column can use as a condition rather than a filter.
+        indexes = [models.Index(fields=["client_order_id", "business", "environment"])]
 
     def __str__(self) -> str:
         return self.client_order_id

@@ -67,7 +67,9 @@ class PostgresCluster:
         options = (
             f"-p {self.port} -c listen_addresses={self.host} -k {self.root} "
             f"-c max_connections={self.max_connections} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB"
+            "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB "
+            # SSD-like costs, as recommended for production in docs/deployment.md.
+            "-c random_page_cost=1.1"
         )
         self._run(
             "pg_ctl",
