@@ -25,8 +25,9 @@ def iso_z_text(stored: str | None) -> str | None:
     in UTC; "2026-11-23 03:00:00.500000" on SQLite) in the wire format of iso_z()."""
     if stored is None:
         return None
-    fraction = "000"
-    if len(stored) > 19 and stored[19] == ".":
-        digits = stored[20:].split("+", 1)[0].split("-", 1)[0]
-        fraction = (digits + "000")[:3]
+    fraction = stored[20:23]
+    if len(stored) < 20 or stored[19] != ".":
+        fraction = "000"
+    elif not fraction.isdigit():  # fewer than three digits: "…00.5+00"
+        fraction = (fraction.split("+", 1)[0].split("-", 1)[0] + "00")[:3]
     return f"{stored[:10]}T{stored[11:19]}.{fraction}Z"
