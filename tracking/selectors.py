@@ -1,31 +1,21 @@
 """Tracking by the caller's own references: two queries for any number of identifiers.
 
-Timestamps are read as text (Cast) and reshaped to ISO 8601 with Z in Python: loading
-thousands of datetimes through the driver and formatting them again cost more than the
-queries themselves.
+Ids and timestamps come out of the database already as wire text (config/functions.py):
+turning thousands of them into UUID and datetime objects only to format them again cost
+more than the queries themselves.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
-
-from config.formats import iso_z_text, money
+from config.formats import money
+from config.functions import IsoZ, UuidText
 from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop
 
-_AS_TEXT = {
-    "created": Cast("created_at", TextField()),
-    "updated": Cast("updated_at", TextField()),
-    "scheduled": Cast("order__pickup_scheduled_at", TextField()),
-}
 _FIELDS = (
-    "id",
     "client_order_id",
     "status",
-    "order_id",
-    "batch_id",
     "external_waybill",
     "environment",
     "recipient_name",
@@ -45,6 +35,14 @@ _FIELDS = (
     "order__driver__name",
     "order__driver__phone",
 )
+_AS_TEXT = {
+    "drop_id": UuidText("id"),
+    "pass_order_id": UuidText("order_id"),
+    "batch_text_id": UuidText("batch_id"),
+    "created": IsoZ("created_at"),
+    "updated": IsoZ("updated_at"),
+    "scheduled": IsoZ("order__pickup_scheduled_at"),
+}
 
 
 def track_drops(*, business, environment: str, identifiers: list[str]) -> list[dict]:
@@ -60,15 +58,20 @@ def track_drops(*, business, environment: str, identifiers: list[str]) -> list[d
             chosen[row["client_order_id"]] = row
     events = defaultdict(list)
     if chosen:
-        # The chosen drops' ids travel as one uuid[] parameter, probing the (drop, at) index.
+        # Joined on the same identifiers (strings, one array parameter); events of drops
+        # that were not chosen (an id used again) are left out by the lookup below.
         for drop_id, status, at in (
-            DeliveryEvent.objects.filter(drop__id__any=[row["id"] for row in chosen.values()])
+            DeliveryEvent.objects.filter(
+                drop__business=business,
+                drop__environment=environment,
+                drop__client_order_id__any=list(chosen),
+            )
             .order_by("at", "id")
-            .values_list("drop_id", "status", Cast("at", TextField()))
+            .values_list(UuidText("drop_id"), "status", IsoZ("at"))
         ):
-            events[drop_id].append({"status": status, "at": iso_z_text(at)})
+            events[drop_id].append({"status": status, "at": at})
     return [
-        _entry(chosen[i], events[chosen[i]["id"]])
+        _entry(chosen[i], events[chosen[i]["drop_id"]])
         if i in chosen
         else {"client_order_id": i, "status": "NOT_FOUND"}
         for i in wanted
@@ -80,7 +83,7 @@ def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict
     chosen: dict[str, dict] = {}
     for row in Drop.objects.filter(
         business=business, environment=environment, client_order_id__any=list(set(identifiers))
-    ).values("id", "client_order_id", "status", created=_AS_TEXT["created"]):
+    ).values("id", "client_order_id", "status", drop_id=UuidText("id"), created=IsoZ("created_at")):
         current = chosen.get(row["client_order_id"])
         if current is None or _preferred(row, current):
             chosen[row["client_order_id"]] = row
@@ -88,13 +91,10 @@ def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict
 
 
 def _preferred(row: dict, current: dict) -> bool:
-    row_active, current_active = (
-        row["status"] in ACTIVE_STATUSES,
-        current["status"] in ACTIVE_STATUSES,
-    )
-    if row_active != current_active:
+    row_active = row["status"] in ACTIVE_STATUSES
+    if row_active != (current["status"] in ACTIVE_STATUSES):
         return row_active
-    return (row["created"], str(row["id"])) > (current["created"], str(current["id"]))
+    return (row["created"], row["drop_id"]) > (current["created"], current["drop_id"])
 
 
 def _entry(row: dict, events: list[dict]) -> dict:
@@ -107,7 +107,7 @@ def _entry(row: dict, events: list[dict]) -> dict:
         "lat": row["order__pickup_lat"],
         "long": row["order__pickup_long"],
         "address": row["order__pickup_address"],
-        "scheduled_at": iso_z_text(row["scheduled"]),
+        "scheduled_at": row["scheduled"],
     }
     if row["order__pickup_resolved"]:
         pickup["resolved_pin"] = {
@@ -126,9 +126,9 @@ def _entry(row: dict, events: list[dict]) -> dict:
     return {
         "client_order_id": row["client_order_id"],
         "status": row["status"],
-        "drop_id": str(row["id"]),
-        "pass_order_id": str(row["order_id"]),
-        "batch_id": str(row["batch_id"]),
+        "drop_id": row["drop_id"],
+        "pass_order_id": row["pass_order_id"],
+        "batch_id": row["batch_text_id"],
         "external_waybill": row["external_waybill"],
         "environment": row["environment"],
         "pickup": pickup,
@@ -136,7 +136,7 @@ def _entry(row: dict, events: list[dict]) -> dict:
         "driver": driver,
         "price": money(row["price"]),
         "currency": row["currency"],
-        "created_at": iso_z_text(row["created"]),
-        "updated_at": iso_z_text(row["updated"]),
+        "created_at": row["created"],
+        "updated_at": row["updated"],
         "events": events,
     }

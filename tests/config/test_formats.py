@@ -1,43 +1,49 @@
-"""Wire formats: timestamps read as text come out exactly like timestamps formatted in Python."""
+"""Wire formats: values the database formats (config/functions.py) equal Python's own."""
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
+from django.db.models import DateTimeField, UUIDField, Value
 
-from config.formats import iso_z, iso_z_text
+from accounts.models import Business
+from config.formats import iso_z
+from config.functions import IsoZ, UuidText
 
 MOMENTS = [
     datetime(2026, 11, 23, 3, 0, 0, tzinfo=UTC),
     datetime(2026, 11, 23, 3, 0, 0, 500000, tzinfo=UTC),
     datetime(2026, 11, 23, 3, 0, 0, 120000, tzinfo=UTC),
-    datetime(2026, 11, 23, 3, 0, 0, 123456, tzinfo=UTC),
+    datetime(2026, 11, 23, 3, 0, 0, 123999, tzinfo=UTC),  # truncated, never rounded up
     datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
     datetime(2026, 1, 1, 0, 0, 0, 1000, tzinfo=UTC),
 ]
 
 
 @pytest.mark.parametrize("moment", MOMENTS, ids=str)
-def test_a_timestamp_read_as_text_from_postgresql_matches_iso_z(db, moment):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT %s::timestamptz::text", [moment])
-        stored = cursor.fetchone()[0]
+def test_isoz_formats_a_timestamp_exactly_like_iso_z(db, moment):
+    Business.objects.create(name="Any", email="any@example.com")
+    formatted = Business.objects.annotate(
+        t=IsoZ(Value(moment, output_field=DateTimeField()))
+    ).values_list("t", flat=True)
 
-    assert iso_z_text(stored) == iso_z(moment)
-
-
-@pytest.mark.parametrize("moment", MOMENTS, ids=str)
-def test_a_timestamp_in_sqlites_stored_shape_matches_iso_z(moment):
-    stored = moment.replace(tzinfo=None).isoformat(sep=" ")  # Django's SQLite storage shape
-
-    assert iso_z_text(stored) == iso_z(moment)
+    assert list(formatted) == [iso_z(moment)]
 
 
-def test_database_sessions_run_in_utc_which_reading_timestamps_as_text_relies_on(db):
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW TIME ZONE")
-        assert cursor.fetchone()[0] == "UTC"
+def test_isoz_keeps_null(db):
+    Business.objects.create(name="Any", email="any@example.com")
+    formatted = Business.objects.annotate(
+        t=IsoZ(Value(None, output_field=DateTimeField()))
+    ).values_list("t", flat=True)
+
+    assert list(formatted) == [None]
 
 
-def test_none_stays_none():
-    assert iso_z_text(None) is None
+def test_uuidtext_gives_the_canonical_text_of_a_uuid(db):
+    business = Business.objects.create(name="Any", email="any@example.com")
+    some = uuid.uuid4()
+    row = Business.objects.annotate(
+        own=UuidText("id"), other=UuidText(Value(some, output_field=UUIDField()))
+    ).values_list("own", "other")
+
+    assert list(row) == [(str(business.pk), str(some))]

@@ -1,0 +1,50 @@
+"""Database functions that give values already in their wire format.
+
+Reading thousands of timestamps and UUIDs as Python objects only to format them again
+costs more than the query that fetches them; these let the database hand over the text.
+Both have PostgreSQL and SQLite forms, so the same query serves tests and `make run`.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Func, TextField
+
+
+class IsoZ(Func):
+    """A timestamp as ISO 8601 in UTC with milliseconds and Z, like config.formats.iso_z."""
+
+    output_field = TextField()
+    arity = 1
+
+    def as_postgresql(self, compiler, connection, **extra):
+        # MS truncates, as Python's isoformat(timespec="milliseconds") does.
+        template = (
+            "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # Django stores UTC there; substr keeps the first three fraction digits (truncation).
+        template = (
+            "(substr(%(expressions)s, 1, 10) || 'T' || substr(%(expressions)s, 12, 8) || '.' || "
+            "substr(substr(%(expressions)s, 21, 3) || '000', 1, 3) || 'Z')"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+
+class UuidText(Func):
+    """A UUID as its canonical 36-character text."""
+
+    output_field = TextField()
+    arity = 1
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="(%(expressions)s)::text", **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # Django keeps UUIDs there as 32 hex digits without dashes.
+        parts = " || '-' || ".join(
+            f"substr(%(expressions)s, {start}, {length})"
+            for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+        )
+        return self.as_sql(compiler, connection, template=f"({parts})", **extra)
