@@ -17,12 +17,9 @@ from tests.reliability import (
     HOLD_POINTS,
     WAIT_SECONDS,
     Background,
-    BatchHold,
     assert_processed_fresh_and_charged_once,
     backend_alive,
     large_batch,
-    open_all_day,
-    serving,
     stored_rows,
 )
 
@@ -31,25 +28,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 DROPS = 2000
 # What a 500 must never show a client: a traceback, the driver, the SQL, the database.
 LEAKS = (b"Traceback", b'File "', b"psycopg", b"terminating", b"administrator", b"orders_")
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup, tmp_path_factory):
-    with serving(tmp_path_factory.mktemp("gunicorn") / "gunicorn.log") as running:
-        yield running
-
-
-@pytest.fixture
-def hold():
-    batch_hold = BatchHold()
-    yield batch_hold
-    batch_hold.remove()
-
-
-@pytest.fixture
-def shop(make_tenant):
-    open_all_day()
-    return make_tenant(name="Big Shop", sandbox_balance="10000.00")
 
 
 def terminate_backend(pid: int) -> bool:

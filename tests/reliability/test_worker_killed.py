@@ -20,13 +20,10 @@ from orders.models import IdempotencyRecord
 from tests.reliability import (
     HOLD_POINTS,
     Background,
-    BatchHold,
     assert_processed_fresh_and_charged_once,
     backend_alive,
     backend_in_transaction,
     large_batch,
-    open_all_day,
-    serving,
     stored_rows,
     wait_for,
 )
@@ -34,25 +31,6 @@ from tests.reliability import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DROPS = 2000
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup, tmp_path_factory):
-    with serving(tmp_path_factory.mktemp("gunicorn") / "gunicorn.log") as running:
-        yield running
-
-
-@pytest.fixture
-def hold():
-    batch_hold = BatchHold()
-    yield batch_hold
-    batch_hold.remove()
-
-
-@pytest.fixture
-def shop(make_tenant):
-    open_all_day()
-    return make_tenant(name="Big Shop", sandbox_balance="10000.00")
 
 
 @pytest.mark.parametrize("point", list(HOLD_POINTS))
