@@ -34,7 +34,7 @@ bench: $(STAMP)
 	$(PY) bench/bulk.py
 
 browser-deps:
-	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium)
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
