@@ -31,6 +31,7 @@ test: $(STAMP) browser-deps
 
 ## make bench: figures on PostgreSQL + gunicorn; never run as tests.
 bench: $(STAMP)
+	$(PY) bench/geo.py
 	$(PY) bench/bulk.py
 
 browser-deps:

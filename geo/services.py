@@ -45,7 +45,9 @@ class Coverage:
         masks = np.vstack([points_within(a.geometry, lat_arr, long_arr) for a in self.areas])
         if len(self.areas) == 1:
             return [(0,) if inside else () for inside in masks[0].tolist()]
-        return [tuple(np.flatnonzero(column).tolist()) for column in masks.T]
+        # One conversion to Python lists; a numpy call per point would cost more than the test.
+        indexes = range(len(self.areas))
+        return [tuple(i for i in indexes if column[i]) for column in masks.T.tolist()]
 
     def is_open(self, area_indexes: tuple[int, ...], moment: datetime) -> bool:
         return any(self.areas[i].is_open_at(moment) for i in area_indexes)
