@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from django.db import connection
+
 from billing.models import LedgerEntry
 from orders.models import Batch, DeliveryEvent, Drop, IdempotencyRecord, Order
 
@@ -57,3 +62,28 @@ def assert_nothing_stored() -> None:
     assert DeliveryEvent.objects.count() == 0
     assert IdempotencyRecord.objects.count() == 0
     assert LedgerEntry.objects.filter(kind="ORDER_DEBIT").count() == 0
+
+
+CONCURRENCY_WAIT_SECONDS = 30
+
+
+def run_concurrently(n: int, work) -> list:
+    """Run work(api, i) for i in 0..n-1 on n real threads released together by a Barrier.
+
+    Each thread has its own API client and its own database connection, closed at the end.
+    """
+    from tests.fixtures import Api
+
+    barrier = threading.Barrier(n)
+
+    def one(i: int):
+        try:
+            api = Api()
+            barrier.wait(CONCURRENCY_WAIT_SECONDS)
+            return work(api, i)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        futures = [pool.submit(one, i) for i in range(n)]
+        return [f.result(timeout=CONCURRENCY_WAIT_SECONDS * 2) for f in futures]

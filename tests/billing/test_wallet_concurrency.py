@@ -6,13 +6,10 @@ requests really overlap; the wallet row lock (Till, post_wallet_entry) must seri
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 
 from billing.models import EntryKind, Invoice, InvoiceLine, LedgerEntry
 from billing.services import BillingError, post_wallet_entry
@@ -20,27 +17,9 @@ from orders.models import Drop, DropStatus
 from tests.billing import assert_ledger_consistent, outcomes
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
+from tests.helpers import run_concurrently
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-WAIT_SECONDS = 30
-
-
-def run_concurrently(n: int, work) -> list:
-    """Run work(api, i) for i in 0..n-1 on n threads released together."""
-    barrier = threading.Barrier(n)
-
-    def one(i: int):
-        try:
-            api = Api()
-            barrier.wait(WAIT_SECONDS)
-            return work(api, i)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        futures = [pool.submit(one, i) for i in range(n)]
-        return [f.result(timeout=WAIT_SECONDS * 2) for f in futures]
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import time_machine
@@ -14,8 +12,7 @@ from django.db import connection
 
 from config.cache import DatabaseCache
 from tests.fixtures import OPEN_HOURS
-
-WAIT_SECONDS = 30
+from tests.helpers import run_concurrently
 
 
 @pytest.fixture
@@ -79,18 +76,12 @@ def test_add_sweeps_expired_entries(db, frozen):
 def test_concurrent_increments_all_land():
     cache.add("hits", 0, timeout=300)
     threads, each = 20, 25
-    barrier = threading.Barrier(threads)
 
-    def work(_: int) -> None:
-        try:
-            barrier.wait(WAIT_SECONDS)
-            for _ in range(each):
-                cache.incr("hits")
-        finally:
-            connection.close()
+    def work(_api, _i: int) -> None:
+        for _ in range(each):
+            cache.incr("hits")
 
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(work, range(threads), timeout=WAIT_SECONDS * 2))
+    run_concurrently(threads, work)
 
     assert cache.get("hits") == threads * each
     cache.delete("hits")  # the cache table outlives transactional tests

@@ -6,9 +6,7 @@ Limits are lowered per test with the `settings` fixture; the throttle reads them
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import time_machine
@@ -17,10 +15,8 @@ from django.test.utils import CaptureQueriesContext
 
 from orders.models import Batch
 from tests.factories import batch, drop, group
-from tests.fixtures import OPEN_HOURS, Api
-from tests.helpers import assert_error
-
-WAIT_SECONDS = 30
+from tests.fixtures import OPEN_HOURS
+from tests.helpers import assert_error, run_concurrently
 
 
 @pytest.fixture
@@ -151,19 +147,7 @@ def test_opening_a_window_costs_the_queries_of_counting_in_one(frozen, alice, ap
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_requests_are_counted_exactly(alice, settings):
     settings.RATE_LIMIT_DEFAULT = "10/minute"
-    n = 30
-    barrier = threading.Barrier(n)
-
-    def one(_: int):
-        try:
-            api = Api()
-            barrier.wait(WAIT_SECONDS)
-            return api.get("/account", alice.sandbox_key)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        responses = list(pool.map(one, range(n), timeout=WAIT_SECONDS * 2))
+    responses = run_concurrently(30, lambda api, _: api.get("/account", alice.sandbox_key))
 
     assert Counter(r.status_code for r in responses) == {200: 10, 429: 20}
     # No two requests saw the same count: every increment landed.

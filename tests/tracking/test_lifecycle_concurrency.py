@@ -6,16 +6,14 @@ once by a Barrier; the drop's row lock (apply_moves) is what must serialise them
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
 
 from billing.models import EntryKind, LedgerEntry, Wallet
 from orders.models import Driver, Drop, DropStatus
 from tests.fixtures import Api
+from tests.helpers import run_concurrently
 from tests.tracking import (
     advance,
     assert_legal_history,
@@ -34,18 +32,7 @@ ROUNDS = 10
 
 def run_together(*requests: Callable[[Api], object]) -> list:
     """Start every request at the same moment, each on its own client and connection."""
-    barrier = threading.Barrier(len(requests))
-
-    def run(request):
-        api = Api()
-        try:
-            barrier.wait(timeout=10)
-            return request(api)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(len(requests)) as pool:
-        return list(pool.map(run, requests))
+    return run_concurrently(len(requests), lambda api, i: requests[i](api))
 
 
 def only_entry(response) -> dict:
