@@ -21,9 +21,8 @@ from billing.models import (
     PricingPlan,
     Wallet,
 )
+from config.formats import CENT, money
 from orders.writes import insert_rows
-
-CENT = Decimal("0.01")
 
 
 class BillingError(Exception):
@@ -189,14 +188,14 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
         "billing_model": business.billing_model,
         "currency": settings.CURRENCY,
         "pricing": {
-            "base_fee": _money(plan.base_fee) if plan else None,
-            "per_km_fee": _money(plan.per_km_fee) if plan else None,
+            "base_fee": money(plan.base_fee) if plan else None,
+            "per_km_fee": money(plan.per_km_fee) if plan else None,
             "included_km": str(plan.included_km) if plan else None,
         },
     }
     if business.billing_model == BillingModel.WALLET:
         wallet = Wallet.objects.get(business=business, environment=environment)
-        summary["wallet"] = {"balance": _money(wallet.balance)}
+        summary["wallet"] = {"balance": money(wallet.balance)}
     else:
         period = invoice_period(at)
         invoice = Invoice.objects.filter(
@@ -204,14 +203,10 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
         ).first()
         summary["invoice"] = {
             "period": period,
-            "accrued": _money(invoice.accrued if invoice else Decimal("0")),
+            "accrued": money(invoice.accrued if invoice else Decimal("0")),
             "status": invoice.status if invoice else InvoiceStatus.OPEN,
         }
     return summary
-
-
-def _money(value: Decimal) -> str:
-    return format(value.quantize(CENT), "f")
 
 
 def sandbox_top_up(*, business: Business, amount: Decimal, actor=None) -> LedgerEntry:
