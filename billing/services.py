@@ -29,6 +29,11 @@ class BillingError(Exception):
     """A money operation that would break an invariant (e.g. a negative balance)."""
 
 
+def lock_account(*, business: Business, environment: str) -> Wallet:
+    """Take the account lock (the wallet row) for the rest of the transaction."""
+    return Wallet.objects.select_for_update().get(business=business, environment=environment)
+
+
 def price_for(plan: PricingPlan, km: float) -> Decimal:
     """base_fee + per_km_fee × max(0, km − included_km), rounded half-up to cents."""
     # repr() gives the shortest decimal that round-trips the float, so no binary noise.
@@ -111,7 +116,7 @@ LEDGER_FIELDS = ("wallet_id", "kind", "amount", "balance_after", "drop_id", "not
 
 
 def open_till(*, business: Business, environment: str) -> Till:
-    wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+    wallet = lock_account(business=business, environment=environment)
     plan = business.pricing_plan
     if plan is None:
         raise BillingError("The business has no pricing plan.")
@@ -148,7 +153,7 @@ def post_wallet_entry(
     amount = Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP)
     if kind == EntryKind.TOP_UP and amount <= 0:
         raise BillingError("A top-up must be positive.")
-    wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+    wallet = lock_account(business=business, environment=environment)
     balance = wallet.balance + amount
     if balance < 0:
         raise BillingError(f"The balance would become negative ({balance}).")
@@ -269,7 +274,7 @@ def refund_drops(*, business: Business, environment: str, drops: list, at: datet
     if not charged:
         return
     if business.billing_model == BillingModel.WALLET:
-        wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+        wallet = lock_account(business=business, environment=environment)
         balance = wallet.balance
         entries = []
         for drop in charged:
@@ -317,8 +322,3 @@ def refund_drops(*, business: Business, environment: str, drops: list, at: datet
     InvoiceLine.objects.bulk_create(lines)
     for invoice_id, total in totals.items():
         Invoice.objects.filter(pk=invoice_id).update(accrued=F("accrued") - total)
-
-
-def lock_account(*, business: Business, environment: str) -> Wallet:
-    """Take the account lock (the wallet row) for the rest of the transaction."""
-    return Wallet.objects.select_for_update().get(business=business, environment=environment)
