@@ -23,7 +23,7 @@ run: $(STAMP)
 	$(PY) manage.py collectstatic --noinput -v0
 	@$(PY) manage.py seed_demo | tee .demo.txt
 	@echo "Service:     http://$(HOST):$(PORT)/  (API under /api/v1, operator console /admin/)"
-	$(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+	$(VENV)/bin/gunicorn -c gunicorn.conf.py config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
 ## make test: the whole suite on a throwaway PostgreSQL (started and removed by the suite).
 test: $(STAMP) browser-deps

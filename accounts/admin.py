@@ -7,12 +7,14 @@ from decimal import Decimal
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from accounts import services
 from accounts.models import ApiKey, BillingModel, Business, Environment, Membership, Stage
+from billing.admin import GatedActionsAdmin
 from billing.models import EntryKind
 from billing.services import BillingError, post_wallet_entry
 
@@ -40,6 +42,10 @@ class WalletEntryForm(forms.Form):
     )
     amount = forms.DecimalField(max_digits=12, decimal_places=2)
     note = forms.CharField(max_length=200)
+
+
+# Part of approving: without accounts.approve_business they are read-only on the business page.
+PRICING_FIELDS = ["billing_model", "pricing_plan", "net_days"]
 
 
 class MembershipInline(admin.TabularInline):
@@ -115,16 +121,36 @@ class BusinessAdmin(admin.ModelAdmin):
         ]
         return own + super().get_urls()
 
-    def _business(self, request, pk) -> Business:
-        if not self.has_change_permission(request):
+    # Each operator move is its own permission (DESIGN.md §16), not is_staff or
+    # change_business: the buttons show only with it, and its URL answers 403 without it.
+    def has_approve_permission(self, request) -> bool:
+        return request.user.has_perm("accounts.approve_business")
+
+    def has_enable_live_permission(self, request) -> bool:
+        return request.user.has_perm("accounts.enable_live_business")
+
+    def has_suspend_permission(self, request) -> bool:
+        return request.user.has_perm("accounts.suspend_business")
+
+    def has_adjust_wallet_permission(self, request) -> bool:
+        return request.user.has_perm("billing.adjust_wallet")
+
+    def _business(self, request, pk, permission: str) -> Business:
+        if not getattr(self, f"has_{permission}_permission")(request):
             raise PermissionDenied
         return get_object_or_404(Business, pk=pk)
+
+    def get_readonly_fields(self, request, obj=None):
+        readonly = list(super().get_readonly_fields(request, obj))
+        if not self.has_approve_permission(request):
+            readonly += PRICING_FIELDS  # pricing is set by whoever may approve
+        return readonly
 
     def _back(self, business):
         return redirect(reverse("admin:accounts_business_change", args=[business.pk]))
 
     def approve_view(self, request, pk):
-        business = self._business(request, pk)
+        business = self._business(request, pk, "approve")
         form = ApproveForm(request.POST or None, initial={"billing_model": business.billing_model})
         if request.method == "POST" and form.is_valid():
             try:
@@ -148,7 +174,7 @@ class BusinessAdmin(admin.ModelAdmin):
         )
 
     def wallet_view(self, request, pk):
-        business = self._business(request, pk)
+        business = self._business(request, pk, "adjust_wallet")
         form = WalletEntryForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:
@@ -171,19 +197,23 @@ class BusinessAdmin(admin.ModelAdmin):
             },
         )
 
+    # move -> (service, the permission it needs)
     MOVES = {
-        "reject": services.reject,
-        "enable_live": services.enable_live,
-        "suspend": services.suspend,
-        "reactivate": services.reactivate,
+        "reject": (services.reject, "approve"),
+        "enable_live": (services.enable_live, "enable_live"),
+        "suspend": (services.suspend, "suspend"),
+        "reactivate": (services.reactivate, "suspend"),
     }
 
     def move_view(self, request, pk, move):
-        business = self._business(request, pk)
-        if request.method != "POST" or move not in self.MOVES:
+        if move not in self.MOVES:
+            raise Http404(f"No onboarding move {move!r}.")
+        service, permission = self.MOVES[move]
+        business = self._business(request, pk, permission)
+        if request.method != "POST":
             return self._back(business)
         try:
-            self.MOVES[move](business=business)
+            service(business=business)
         except services.OnboardingError as exc:
             messages.error(request, str(exc))
         else:
@@ -191,12 +221,19 @@ class BusinessAdmin(admin.ModelAdmin):
         return self._back(business)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra_context = {**(extra_context or {}), "Stage": Stage}
+        extra_context = {
+            **(extra_context or {}),
+            "Stage": Stage,
+            "can_approve": self.has_approve_permission(request),
+            "can_enable_live": self.has_enable_live_permission(request),
+            "can_suspend": self.has_suspend_permission(request),
+            "can_adjust_wallet": self.has_adjust_wallet_permission(request),
+        }
         return super().change_view(request, object_id, form_url, extra_context)
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(GatedActionsAdmin):
     list_display = [
         "hint",
         "business",
@@ -224,7 +261,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.action(description="Revoke selected keys")
+    def has_revoke_permission(self, request) -> bool:
+        return request.user.has_perm("accounts.revoke_apikey")
+
+    @admin.action(description="Revoke selected keys", permissions=["revoke"])
     def revoke(self, request, queryset):
         for key in queryset:
             services.revoke_api_key(key=key)

@@ -8,14 +8,27 @@ from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 
 from accounts import ratelimit
-from accounts.models import Environment
+from accounts.models import ApiKey, Business, Environment
 from orders.models import DropStatus
 from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
 
 
+def _column_length(model, field_name: str) -> int:
+    return model._meta.get_field(field_name).max_length
+
+
+# The email is the username too, whose column (150) is shorter than an email column (254).
+# A longer value must be a form error here, not a database error (a 500) in the service.
+SIGNUP_EMAIL_MAX_LENGTH = min(
+    _column_length(get_user_model(), "username"),
+    _column_length(get_user_model(), "email"),
+    _column_length(Business, "email"),
+)
+
+
 class SignupForm(forms.Form):
-    business_name = forms.CharField(max_length=200)
-    email = forms.EmailField(help_text="You sign in with it.")
+    business_name = forms.CharField(max_length=_column_length(Business, "name"))
+    email = forms.EmailField(max_length=SIGNUP_EMAIL_MAX_LENGTH, help_text="You sign in with it.")
     password = forms.CharField(
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
         help_text="At least 8 characters, not a common password.",
@@ -24,6 +37,12 @@ class SignupForm(forms.Form):
     def clean_email(self) -> str:
         # Emails are usernames; one spelling per address, so sign-in is case-insensitive.
         email = self.cleaned_data["email"].strip().lower()
+        # Lowercasing can lengthen: "İ" becomes two characters, and EmailValidator accepts it.
+        if len(email) > SIGNUP_EMAIL_MAX_LENGTH:
+            raise forms.ValidationError(
+                f"Ensure this value has at most {SIGNUP_EMAIL_MAX_LENGTH} characters.",
+                code="max_length",
+            )
         if get_user_model().objects.filter(username__iexact=email).exists():
             raise forms.ValidationError("An account with this email already exists.")
         return email
@@ -35,29 +54,40 @@ class SignupForm(forms.Form):
 
 
 class RateLimitedLoginMixin:
-    """At most MAX_FAILED_LOGINS failures per username and address per window, then a refusal.
+    """Failed sign-ins are counted per client address and per username from that address;
+    past either limit (accounts/ratelimit.py) the form refuses.
 
-    The check runs before the password is looked at, so a locked-out guesser learns
-    nothing from further attempts, not even a correct password.
+    A password check costs ~270 ms of CPU on purpose, and Django hashes for an unknown username
+    too (so timing does not tell which exist). So the lockouts, one cache read, come before
+    authenticate(): a locked-out address or username is refused without any hashing, and a
+    locked-out guesser learns nothing from further attempts, not even a correct password.
     """
 
-    rate_limited_message = (
-        "Too many failed sign-in attempts for this account from your address. "
-        "Try again in 15 minutes, or reset your password."
-    )
+    rate_limited_messages = {
+        ratelimit.ADDRESS: (
+            "Too many failed sign-in attempts from your address. "
+            f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes."
+        ),
+        ratelimit.USERNAME: (
+            "Too many failed sign-in attempts for this account from your address. "
+            f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes, or reset your password."
+        ),
+    }
 
     def clean(self):
         username = (self.data.get("username") or "").strip()
         address = ratelimit.client_address(self.request)
-        if username and ratelimit.is_locked_out(username, address):
-            raise forms.ValidationError(self.rate_limited_message, code="rate_limited")
+        if locked := ratelimit.locked_out_by(username, address):
+            raise forms.ValidationError(self.rate_limited_messages[locked], code="rate_limited")
         try:
             cleaned = super().clean()
         except forms.ValidationError:
-            if username:
-                ratelimit.record_failure(username, address)
+            ratelimit.record_failure(username, address)
             raise
-        ratelimit.clear_failures(username, address)
+        # Only a sign-in that succeeded clears the count: a form with the password left out
+        # also gets here, and must not reset a guesser's count between guesses.
+        if self.get_user() is not None:
+            ratelimit.clear_failures(username, address)
         return cleaned
 
 
@@ -88,7 +118,9 @@ class RequestAccessForm(forms.Form):
 class ApiKeyForm(forms.Form):
     environment = forms.ChoiceField(choices=Environment.choices, widget=forms.RadioSelect)
     label = forms.CharField(
-        max_length=100, required=False, help_text="Where the key will be used, e.g. “web shop”."
+        max_length=_column_length(ApiKey, "label"),
+        required=False,
+        help_text="Where the key will be used, e.g. “web shop”.",
     )
 
     def __init__(self, *args, environments: list[str], **kwargs):

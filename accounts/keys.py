@@ -13,7 +13,7 @@ MARKERS = {Environment.SANDBOX: "svc_test_", Environment.LIVE: "svc_live_"}
 ENVIRONMENT_OF_MARKER = {marker: env for env, marker in MARKERS.items()}
 SECRET_LENGTH = 40
 _ALPHABET = string.ascii_letters + string.digits
-KEY_PATTERN = re.compile(r"^(svc_test_|svc_live_)[A-Za-z0-9]{40}$")
+KEY_PATTERN = re.compile(r"(svc_test_|svc_live_)[A-Za-z0-9]{40}\Z")
 
 
 def new_key(environment: str) -> str:

@@ -52,6 +52,12 @@ class Business(models.Model):
     class Meta:
         verbose_name_plural = "businesses"
         ordering = ["name"]
+        # Operator moves in admin, each its own permission (docs/operator.md, "Permissions").
+        permissions = [
+            ("approve_business", "Can approve, reject and price a business"),
+            ("enable_live_business", "Can switch a business live"),
+            ("suspend_business", "Can suspend and reactivate a business"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -100,6 +106,7 @@ class ApiKey(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["business", "environment"])]
+        permissions = [("revoke_apikey", "Can revoke API keys")]
 
     def __str__(self) -> str:
         return f"{self.hint} ({self.label or self.environment})"

@@ -162,6 +162,8 @@ class Gunicorn:
             self.process = subprocess.Popen(
                 [
                     str(binary),
+                    "-c",
+                    str(ROOT / "gunicorn.conf.py"),
                     "config.wsgi",
                     "--bind",
                     f"{HOST}:{self.port}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from billing.models import Invoice, InvoiceLine, LedgerEntry, PricingPlan, Wallet
@@ -20,6 +21,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class GatedActionsAdmin(admin.ModelAdmin):
+    """Operator actions each need their own permission (DESIGN.md §16).
+
+    Django drops an action the user lacks from the menu and answers a forged POST of it with
+    a quiet "No action selected"; we answer 403, so a refusal is never mistaken for a no-op.
+    """
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method == "POST":
+            own = {self.get_action(action)[1] for action in self.actions or ()}
+            chosen = set(request.POST.getlist("action")) & own
+            if chosen - set(self.get_actions(request)):
+                raise PermissionDenied
+        return super().changelist_view(request, extra_context)
 
 
 @admin.register(PricingPlan)
@@ -75,7 +92,7 @@ class InvoiceLineInline(admin.TabularInline):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(ReadOnlyAdmin):
+class InvoiceAdmin(GatedActionsAdmin, ReadOnlyAdmin):
     list_display = [
         "business",
         "environment",
@@ -91,12 +108,13 @@ class InvoiceAdmin(ReadOnlyAdmin):
     inlines = [InvoiceLineInline]
     actions = ["issue_ended_months", "mark_paid"]
 
-    def has_change_permission(self, request, obj=None):
-        return (
-            request.user.is_staff and obj is None
-        )  # actions only; the invoice itself is read-only
+    def has_issue_permission(self, request):
+        return request.user.has_perm("billing.issue_invoice")
 
-    @admin.action(description="Issue the selected invoices of ended months")
+    def has_mark_paid_permission(self, request):
+        return request.user.has_perm("billing.mark_invoice_paid")
+
+    @admin.action(description="Issue the selected invoices of ended months", permissions=["issue"])
     def issue_ended_months(self, request, queryset):
         now = timezone.now()
         chosen = [i.pk for i in queryset]
@@ -109,7 +127,7 @@ class InvoiceAdmin(ReadOnlyAdmin):
             "an invoice of the current month or not OPEN stays as it is.",
         )
 
-    @admin.action(description="Mark the selected issued invoices paid")
+    @admin.action(description="Mark the selected issued invoices paid", permissions=["mark_paid"])
     def mark_paid(self, request, queryset):
         for invoice in queryset:
             try:

@@ -50,6 +50,7 @@ class Wallet(models.Model):
             ),
             models.CheckConstraint(condition=Q(balance__gte=0), name="wallet_balance_non_negative"),
         ]
+        permissions = [("adjust_wallet", "Can top up and adjust a wallet")]
 
     def __str__(self) -> str:
         return f"{self.business} {self.environment} wallet"
@@ -117,6 +118,10 @@ class Invoice(models.Model):
             models.UniqueConstraint(
                 fields=["business", "environment", "period"], name="invoice_per_month"
             )
+        ]
+        permissions = [
+            ("issue_invoice", "Can issue invoices of ended months"),
+            ("mark_invoice_paid", "Can mark invoices paid"),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,9 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 
 JSON = "application/json"
+# Errors stay small whatever the input (DESIGN.md §3).
+MAX_ERROR_DETAILS = 100
+MAX_JSON_DEPTH = 64
 
 
 class ApiError(exceptions.APIException):
@@ -33,8 +36,30 @@ class ApiError(exceptions.APIException):
         self.headers = headers or {}
 
 
-def validation_error(details: list[dict[str, str]]) -> ApiError:
-    return ApiError(400, "VALIDATION_ERROR", "The request body is not valid.", details)
+def validation_error(details: list[dict[str, str]], more: int = 0) -> ApiError:
+    """400 VALIDATION_ERROR; `more` counts problems found past the ones listed."""
+    return ApiError(
+        400, "VALIDATION_ERROR", "The request body is not valid.", bounded_details(details, more)
+    )
+
+
+def bounded_details(details: list[dict[str, str]], more: int = 0) -> list[dict[str, str]]:
+    """At most MAX_ERROR_DETAILS entries, then one that says how many more there were."""
+    more += max(0, len(details) - MAX_ERROR_DETAILS)
+    if not more:
+        return details
+    return [*details[:MAX_ERROR_DETAILS], {"field": "", "message": f"… and {more} more"}]
+
+
+def malformed_json(message: str) -> ApiError:
+    return ApiError(400, "MALFORMED_JSON", message)
+
+
+def json_body(request) -> Any:
+    """The parsed JSON body of a DRF request; an empty body is not JSON (DESIGN.md §3)."""
+    if not request.body:
+        raise malformed_json("The body is empty: send a JSON object.")
+    return request.data
 
 
 def dumps(payload: Any) -> bytes:
@@ -86,16 +111,45 @@ def error_response(
 
 
 class JsonParser(BaseParser):
-    """Strict JSON via orjson: invalid UTF-8, NaN, and nesting past 1024 levels are refused."""
+    """Strict JSON via orjson: invalid UTF-8, NaN, and nesting past MAX_JSON_DEPTH are refused."""
 
     media_type = JSON
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
         try:
-            return orjson.loads(raw)
+            parsed = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise ApiError(400, "MALFORMED_JSON", f"The body is not valid JSON: {exc}.") from exc
+            raise malformed_json(f"The body is not valid JSON: {exc}.") from exc
+        # Before anything walks it: deep nesting would exhaust recursion further on.
+        if nesting_deeper_than(raw, MAX_JSON_DEPTH):
+            raise malformed_json(f"The body is nested deeper than {MAX_JSON_DEPTH} levels.")
+        return parsed
+
+
+_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
+
+
+def nesting_deeper_than(raw: bytes, limit: int) -> bool:
+    """Whether valid JSON text nests arrays and objects more than `limit` levels deep.
+
+    Read from the text at C speed rather than by walking the parsed value (a few times
+    faster on a 1000-drop batch): strings are cut out, only brackets are kept, and each
+    pass of replace() removes exactly the innermost level.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    # Inside a string a quote is always escaped; with escaped backslashes and escaped
+    # quotes gone, every quote left opens or closes a string, so the text outside strings
+    # is every other piece between quotes.
+    plain = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = b"".join(plain.split(b'"')[::2]).translate(_AS_SQUARE, _NOT_BRACKETS)
+    for _ in range(limit):
+        brackets = brackets.replace(b"[]", b"")
+        if not brackets:
+            return False
+    return True
 
 
 class JsonRenderer(BaseRenderer):
@@ -163,7 +217,8 @@ def _message_of(exc: exceptions.APIException) -> tuple[str, list]:
             {"field": k, "message": str(v[0] if isinstance(v, list) else v)}
             for k, v in detail.items()
         ]
-        return "The request is not valid.", details
+        return "The request is not valid.", bounded_details(details)
     if isinstance(detail, list):
-        return "The request is not valid.", [{"field": "", "message": str(d)} for d in detail]
+        details = [{"field": "", "message": str(d)} for d in detail]
+        return "The request is not valid.", bounded_details(details)
     return str(detail), []

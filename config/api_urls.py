@@ -1,6 +1,7 @@
 """Routes of /api/v1: one DRF router over the apps' viewsets."""
 
 from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.routers import SimpleRouter
 
 from accounts.api import AccountViewSet
@@ -20,8 +21,9 @@ router.register("account", AccountViewSet, basename="account")
 router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
 
 
+@csrf_exempt  # any method, cookies or not: an unknown path is a 404, never a CSRF page
 def unknown_path(request, rest=""):
-    """Any other path under /api/v1 is a JSON 404, in DEBUG too."""
+    """Any other path under /api/v1 is a JSON 404 for every method, in DEBUG too."""
     return error_response(request, 404, "NOT_FOUND", "No such resource.")
 
 

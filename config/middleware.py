@@ -7,8 +7,10 @@ import re
 import time
 import uuid
 
+import psycopg
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError, InterfaceError
 
 from config.api import error_response
 from config.logging import bind_request_id, unbind_request_id
@@ -16,7 +18,8 @@ from config.logging import bind_request_id, unbind_request_id
 log = logging.getLogger("api")
 access_log = logging.getLogger("api.access")
 
-_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# \Z, not $: "$" would also match before a final newline, which no header may carry.
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}\Z")
 
 
 class RequestIdMiddleware:
@@ -70,13 +73,24 @@ def is_api(request) -> bool:
 
 
 class ApiBodyLimitMiddleware:
-    """Refuse API bodies over MAX_BODY_BYTES with 413 before anything reads them."""
+    """Refuse API bodies over MAX_BODY_BYTES with 413 before anything reads them.
+
+    A chunked body (no Content-Length) is refused with 411: Django reads a request body by
+    its declared length, so it would otherwise be read as empty.
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         if is_api(request):
+            if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+                return error_response(
+                    request,
+                    411,
+                    "LENGTH_REQUIRED",
+                    "Send the body with a Content-Length header; chunked bodies are not read.",
+                )
             try:
                 declared = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
@@ -107,6 +121,11 @@ class ApiErrorMiddleware:
     def process_exception(self, request, exception):
         if not is_api(request):
             return None
+        if database_unavailable(exception):
+            log.warning(
+                "database unavailable in %s %s: %s", request.method, request.path, exception
+            )
+            return service_unavailable(request)
         log.exception(
             "unhandled error in %s %s (request %s)",
             request.method,
@@ -114,3 +133,37 @@ class ApiErrorMiddleware:
             getattr(request, "request_id", "-"),
         )
         return error_response(request, 500, "INTERNAL_ERROR", "Something went wrong on our side.")
+
+
+# SQLSTATEs that mean "the server is not there for us now", not "this statement is wrong":
+# class 08 (connection exceptions) and the server shutting down or still starting.
+_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
+RETRY_AFTER_SECONDS = 5
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """Whether `exc` says the database cannot be reached (as opposed to a failed statement)."""
+    if isinstance(exc, InterfaceError):  # the connection was closed under us
+        return True
+    if isinstance(exc, DatabaseError):
+        exc = exc.__cause__  # Django wraps the driver's error; the driver's says what happened
+    # Unwrapped too: the batch's COPY (orders/writes.py) talks to psycopg's cursor directly.
+    if not isinstance(exc, psycopg.Error):
+        return False
+    if isinstance(exc, psycopg.InterfaceError):
+        return True
+    if exc.sqlstate is None:
+        # psycopg gives no SQLSTATE when it could not connect or lost the connection
+        # (connection refused, server closed the connection unexpectedly).
+        return isinstance(exc, psycopg.OperationalError)
+    return exc.sqlstate.startswith(_UNAVAILABLE_STATES)
+
+
+def service_unavailable(request):
+    return error_response(
+        request,
+        503,
+        "SERVICE_UNAVAILABLE",
+        "The service is briefly unavailable; retry shortly.",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

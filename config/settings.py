@@ -43,8 +43,13 @@ BASE_URL = env.str("BASE_URL", default="").rstrip("/")
 # Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https
 # (only if the proxy always sets that header), or every request looks like plain http.
 SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+# How many proxies in front of the app append the client's address to X-Forwarded-For (the
+# login throttle's client address, accounts/ratelimit.py): 0 = none, use REMOTE_ADDR; 1 = one
+# load balancer or nginx. Never more than there are: the client writes every entry left of them.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", default=0, minimum=0)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the load balancer's probe may speak plain http
+# The load balancer's probes may speak plain http.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
@@ -86,6 +91,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+CSRF_FAILURE_VIEW = "config.urls.csrf_failure"
 # No redirect-to-slash: an API client posting to a near-miss path gets a JSON 404, not a 301.
 APPEND_SLASH = False
 WSGI_APPLICATION = "config.wsgi.application"
@@ -107,6 +113,9 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+# A kept connection is checked before a request reuses it, so a database restart costs no
+# failed request once the database is back (DESIGN.md §16).
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Parameters travel apart from the SQL: a list of 1000 ids is one array, not 1000 quoted
     # literals spliced into the statement by the client.
@@ -168,6 +177,12 @@ GEOCODER = env.str("GEOCODER", default="gazetteer")  # "gazetteer" or "nominatim
 NOMINATIM_URL = env.str("NOMINATIM_URL", default="https://nominatim.openstreetmap.org")
 NOMINATIM_TIMEOUT_SECONDS = env.float("NOMINATIM_TIMEOUT_SECONDS", default=3.0)
 NOMINATIM_USER_AGENT = env.str("NOMINATIM_USER_AGENT", default="delivery-orders/0.1")
+# seed_demo's `admin` superuser: made with this password, or with `admin` when DEBUG is on;
+# with neither, no superuser (DESIGN.md §9).
+DEMO_ADMIN_PASSWORD = env.str("DEMO_ADMIN_PASSWORD", default="")
+# Cached geocoder answers live this long; purge_geocode_cache deletes them after.
+GEOCODE_TTL_DAYS = env_int("GEOCODE_TTL_DAYS", default=30, minimum=1)
+GEOCODE_NEGATIVE_TTL_HOURS = env_int("GEOCODE_NEGATIVE_TTL_HOURS", default=24, minimum=1)
 
 # Django reads the body into memory up to this size; past it we answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
@@ -183,6 +198,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # OPTIONS answers 405 METHOD_NOT_ALLOWED in the envelope, not DRF's view metadata.
+    "DEFAULT_METADATA_CLASS": None,
 }
 
 # The OpenAPI schema at /api/v1/schema/ and its docs page (config/openapi.py); the page's

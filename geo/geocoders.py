@@ -2,6 +2,9 @@
 
 Every answer, "not found" included, is cached by normalised address; a batch geocodes
 each distinct address once. Transient failures (timeouts, HTTP errors) are not cached.
+Cached answers expire: "found" after GEOCODE_TTL_DAYS, "not found" after
+GEOCODE_NEGATIVE_TTL_HOURS; expired rows are looked up again and purged by
+purge_geocode_cache.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
 
 from geo.models import GeocodeResult, Place
 
@@ -137,24 +143,32 @@ def get_geocoder() -> Geocoder:
 
 
 def geocode_addresses(addresses: Iterable[dict[str, str]]) -> dict[str, Pin | None]:
-    """Resolve distinct addresses: one cache query, the provider for misses, one cache insert.
+    """Resolve distinct addresses: one cache query, the provider for misses, one cache upsert.
 
     Returns {address_key: (lat, long) or None}. Callers look results up by address_key().
+    Call it outside any transaction: the upsert then commits on its own at once, so no
+    other request ever waits on a cache row this one wrote.
     """
     distinct = {address_key(a): a for a in addresses}
     if not distinct:
         return {}
     geocoder = get_geocoder()
+    now = timezone.now()
     pins: dict[str, Pin | None] = {}
-    for key, found, lat, long in GeocodeResult.objects.filter(
-        provider=geocoder.name, key__in=list(distinct)
-    ).values_list("key", "found", "lat", "long"):
+    fresh_rows = GeocodeResult.objects.filter(
+        fresh_answers(now), provider=geocoder.name, key__in=list(distinct)
+    )
+    for key, found, lat, long in fresh_rows.values_list("key", "found", "lat", "long"):
         pins[key] = (lat, long) if found else None
     misses = {k: a for k, a in distinct.items() if k not in pins}
     if misses:
-        fresh = geocoder.geocode_many(misses)
+        answers = geocoder.geocode_many(misses)
         rows = []
-        for key, pin in fresh.items():
+        # Sorted by key: two batches writing the same new addresses lock their index entries
+        # in the same order, whichever order their bodies named them in, so they never
+        # deadlock on each other.
+        for key in sorted(answers):
+            pin = answers[key]
             if pin is TransientGeocodeError:
                 pins[key] = None
                 continue
@@ -166,10 +180,29 @@ def geocode_addresses(addresses: Iterable[dict[str, str]]) -> dict[str, Pin | No
                     found=pin is not None,
                     lat=pin[0] if pin else None,
                     long=pin[1] if pin else None,
+                    created_at=now,
                 )
             )
-        GeocodeResult.objects.bulk_create(rows, ignore_conflicts=True)
+        # An expired answer is replaced by the new one, which starts a new lifetime.
+        GeocodeResult.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["provider", "key"],
+            update_fields=["found", "lat", "long", "created_at"],
+        )
     return pins
+
+
+def fresh_answers(now: datetime) -> Q:
+    """Cached answers still inside their lifetime: found ones live longer than failures."""
+    return Q(found=True, created_at__gte=now - timedelta(days=settings.GEOCODE_TTL_DAYS)) | Q(
+        found=False, created_at__gte=now - timedelta(hours=settings.GEOCODE_NEGATIVE_TTL_HOURS)
+    )
+
+
+def purge_expired_answers(now: datetime | None = None) -> int:
+    """Delete cached answers past their lifetime; returns how many. Idempotent."""
+    return GeocodeResult.objects.exclude(fresh_answers(now or timezone.now())).delete()[0]
 
 
 def forget_cached_results(provider: str = GazetteerGeocoder.name) -> int:

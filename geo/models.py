@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 def validate_area_geojson(value) -> None:
@@ -87,10 +88,13 @@ class GeocodeResult(models.Model):
     found = models.BooleanField()
     lat = models.FloatField(null=True)
     long = models.FloatField(null=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When the answer was fetched: its lifetime (GEOCODE_TTL_DAYS, GEOCODE_NEGATIVE_TTL_HOURS)
+    # counts from here.
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["provider", "key"], name="geocode_once")]
+        indexes = [models.Index(fields=["created_at"], name="geocode_result_age")]
 
     def __str__(self) -> str:
         return (

@@ -8,7 +8,7 @@ from django.conf import settings
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
-from config.api import ApiError, envelope, json_response
+from config.api import ApiError, envelope, json_body, json_response
 from config.openapi import BATCH, BULK
 from orders.inputs import idempotency_key_from, parse_batch
 from orders.selectors import batch_detail
@@ -27,7 +27,7 @@ class OrderViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"], url_path="bulk", throttle_scope="bulk")
     def bulk(self, request):
         key = idempotency_key_from(request)
-        batch_in = parse_batch(request.data)
+        batch_in = parse_batch(json_body(request))
         outcome = create_batch(
             business=request.auth.business,
             environment=request.auth.environment,

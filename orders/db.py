@@ -8,8 +8,11 @@ from django.db import connection
 from django.db.models import AutoField, BigAutoField, Model
 
 
-def claim(obj: Model, *, unique: tuple[str, ...]) -> Any | None:
+def claim(obj: Model, *, unique: tuple[str, ...], where: str = "") -> Any | None:
     """Insert `obj` unless a row with the same `unique` fields exists; return its pk, or None.
+
+    `where` is the condition of a partial unique index (SQL, as in its definition): only
+    rows that meet it take the slot.
 
     On PostgreSQL an insert that meets an uncommitted row with the same key waits for
     that transaction: if it commits we get None (the slot is taken), if it rolls back
@@ -22,7 +25,8 @@ def claim(obj: Model, *, unique: tuple[str, ...]) -> Any | None:
     sql = (
         f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))}) "
-        f"ON CONFLICT ({', '.join(qn(meta.get_field(n).column) for n in unique)}) DO NOTHING "
+        f"ON CONFLICT ({', '.join(qn(meta.get_field(n).column) for n in unique)}) "
+        f"{f'WHERE {where} ' if where else ''}DO NOTHING "
         f"RETURNING {qn(meta.pk.column)}"
     )
     with connection.cursor() as cursor:

@@ -55,7 +55,9 @@ MESSAGES = {
     (Reason.INSUFFICIENT_BALANCE, "drop"): "The wallet balance does not cover this drop's price.",
 }
 
-_E164 = re.compile(r"^\+[1-9]\d{1,14}$")
+# [0-9] and \Z, not \d and $: \d matches any Unicode digit ("+855١٢٣…", which phonenumbers
+# would happily read) and $ matches before a final newline.
+_E164 = re.compile(r"\+[1-9][0-9]{1,14}\Z")
 
 
 @lru_cache(maxsize=65536)

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from config.api import ApiError, validation_error
+from config.api import MAX_ERROR_DETAILS, ApiError, validation_error
 
 MAX_ID = 100
 MAX_NAME = 200
@@ -91,11 +91,21 @@ def idempotency_key_from(request) -> uuid.UUID:
 
 
 class _Errors:
+    """The problems found: the first MAX_ERROR_DETAILS spelled out, the rest only counted."""
+
     def __init__(self) -> None:
         self.items: list[dict[str, str]] = []
+        self.more = 0
 
     def add(self, field: str, message: str) -> None:
-        self.items.append({"field": field, "message": message})
+        if len(self.items) < MAX_ERROR_DETAILS:
+            self.items.append({"field": field, "message": message})
+        else:
+            self.more += 1
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= MAX_ERROR_DETAILS
 
     def text(self, obj: dict, key: str, path: str, max_len: int, required: bool = True) -> Any:
         value = obj.get(key)
@@ -130,12 +140,15 @@ class _Errors:
             return None
         valid = True
         for key, part in value.items():
-            if not isinstance(part, str):
-                self.add(f"{path}.{key}", "Must be a string.")
-                valid = False
-            elif len(part) > MAX_ADDRESS_PART or "\x00" in part or "\x00" in key:
+            if _is_address_part(key, part):
+                continue
+            valid = False
+            if self.full:  # past the cap only the count matters: no path, no message
+                self.more += 1
+            elif isinstance(part, str):
                 self.add(f"{path}.{key}", "Must be a string of at most 500 characters without NUL.")
-                valid = False
+            else:
+                self.add(f"{path}.{key}", "Must be a string.")
         return value if valid else None
 
     def scheduled_at(self, obj: dict, path: str) -> datetime | None:
@@ -165,6 +178,15 @@ class _Errors:
         return moment
 
 
+def _is_address_part(key: str, part: Any) -> bool:
+    return (
+        isinstance(part, str)
+        and len(part) <= MAX_ADDRESS_PART
+        and "\x00" not in part
+        and "\x00" not in key
+    )
+
+
 def parse_batch(body: Any) -> BatchIn:
     """Check the whole shape; raise one VALIDATION_ERROR listing every problem, or return it."""
     if not isinstance(body, dict):
@@ -176,19 +198,20 @@ def parse_batch(body: Any) -> BatchIn:
     if not isinstance(orders, list) or not orders:
         errors.add("orders", "Must be a non-empty array of pickup groups.")
         orders = []
+    limit = settings.MAX_DROPS_PER_BATCH
+    if len(orders) > limit:
+        # Every group carries at least one drop, so no group past the limit can be valid.
+        raise validation_error(
+            [{"field": "orders", "message": f"At most {limit} drops; got {len(orders)} groups."}]
+        )
     total = sum(
         len(g["dropoff"])
         for g in orders
         if isinstance(g, dict) and isinstance(g.get("dropoff"), list)
     )
-    if total > settings.MAX_DROPS_PER_BATCH:
+    if total > limit:
         raise validation_error(
-            [
-                {
-                    "field": "orders",
-                    "message": f"At most {settings.MAX_DROPS_PER_BATCH} drops; got {total}.",
-                }
-            ]
+            [{"field": "orders", "message": f"At most {limit} drops; got {total}."}]
         )
     for gi, group in enumerate(orders):
         gpath = f"orders[{gi}]"
@@ -236,5 +259,5 @@ def parse_batch(body: Any) -> BatchIn:
         if pickup_in is not None:
             groups.append(GroupIn(pickup=pickup_in, drops=drops))
     if errors.items:
-        raise validation_error(errors.items)
+        raise validation_error(errors.items, errors.more)
     return BatchIn(client_batch_id=client_batch_id, groups=groups, fingerprint=fingerprint_of(body))

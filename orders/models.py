@@ -59,8 +59,12 @@ class Batch(models.Model):
         verbose_name_plural = "batches"
         ordering = ["-created_at"]
         constraints = [
+            # A FAILED batch created nothing, so it reserves nothing (DESIGN.md §4); keep
+            # the condition in step with orders.services.RESERVING_BATCHES_SQL.
             models.UniqueConstraint(
-                fields=["business", "environment", "client_batch_id"], name="client_batch_id_once"
+                fields=["business", "environment", "client_batch_id"],
+                condition=~Q(status=BatchStatus.FAILED),
+                name="client_batch_id_once_unless_failed",
             )
         ]
 
@@ -168,6 +172,10 @@ class Drop(models.Model):
         # client_order_id first: lookups send the ids as one array (= ANY), which only an
         # index led by that column can use as a condition rather than a filter.
         indexes = [models.Index(fields=["client_order_id", "business", "environment"])]
+        permissions = [
+            ("dispatch_drop", "Can dispatch drops: assign a driver, picked up, delivered, failed"),
+            ("cancel_drop", "Can cancel drops (refund or reverse the charge)"),
+        ]
 
     def __str__(self) -> str:
         return self.client_order_id

@@ -26,7 +26,7 @@ from orders.decisions import (
     locate,
     pickup_time_reason,
 )
-from orders.inputs import BatchIn
+from orders.inputs import BatchIn, Place
 from orders.models import (
     ACTIVE_STATUSES,
     Batch,
@@ -57,6 +57,14 @@ def create_batch(
     base_url: str,
 ) -> BatchOutcome:
     """One batch is one transaction: all of it commits, or none of it does."""
+    # A retry of a committed batch needs no work: one indexed read answers it.
+    stored = _stored_for_key(business, environment, idempotency_key, batch.fingerprint)
+    if stored is not None:
+        return stored
+    # External I/O comes before the transaction opens and before any claim or lock, so a
+    # slow geocoder holds nothing that another request (of any business) could wait on;
+    # its cache rows are written in their own short statements (geo.geocoders).
+    pins = geocode_addresses(addresses_to_geocode(places_of(batch)))
     now = timezone.now()
     with transaction.atomic():
         # The idempotency row goes in first: a concurrent request with the same key
@@ -71,7 +79,9 @@ def create_batch(
         if claim(record, unique=("business", "environment", "key")) is None:
             return _replay_for_key(business, environment, idempotency_key, batch.fingerprint)
 
-        # client_batch_id is unique for good; the same body under another key replays.
+        # client_batch_id stays taken by a batch that created something; the same body
+        # under another key replays it. A FAILED batch reserves nothing (DESIGN.md §4):
+        # the partial unique index leaves it out, so its id can be used afresh.
         row = Batch(
             business=business,
             environment=environment,
@@ -79,8 +89,13 @@ def create_batch(
             fingerprint=batch.fingerprint,
             created_at=now,
         )
-        if claim(row, unique=("business", "environment", "client_batch_id")) is None:
-            existing = Batch.objects.get(
+        claimed = claim(
+            row,
+            unique=("business", "environment", "client_batch_id"),
+            where=RESERVING_BATCHES_SQL,
+        )
+        if claimed is None:
+            existing = Batch.objects.exclude(status=BatchStatus.FAILED).get(
                 business=business,
                 environment=environment,
                 client_batch_id=batch.client_batch_id,
@@ -94,15 +109,41 @@ def create_batch(
             IdempotencyRecord.objects.filter(pk=record.pk).update(batch=existing)
             return BatchOutcome(bytes(existing.response), replayed=True)
 
-        body = _process(row, batch, now=now, base_url=base_url)
+        body = _process(row, batch, pins, now=now, base_url=base_url)
         IdempotencyRecord.objects.filter(pk=record.pk).update(batch=row)
     return BatchOutcome(body, replayed=False)
+
+
+# The condition of Batch's partial unique index `client_batch_id_once_unless_failed`,
+# as ON CONFLICT must name it to infer that index.
+RESERVING_BATCHES_SQL = f"NOT (status = '{BatchStatus.FAILED.value}')"
+
+
+def places_of(batch: BatchIn) -> list[Place]:
+    groups = batch.groups
+    return [g.pickup.place for g in groups] + [d.place for g in groups for d in g.drops]
+
+
+def _stored_for_key(business, environment, key, fingerprint) -> BatchOutcome | None:
+    """The committed answer for this Idempotency-Key, if there is one; 409 for another body."""
+    stored = (
+        IdempotencyRecord.objects.filter(business=business, environment=environment, key=key)
+        .select_related("batch")
+        .first()
+    )
+    if stored is None or stored.batch is None:
+        return None
+    return _answer_for(stored, fingerprint)
 
 
 def _replay_for_key(business, environment, key, fingerprint) -> BatchOutcome:
     stored = IdempotencyRecord.objects.select_related("batch").get(
         business=business, environment=environment, key=key
     )
+    return _answer_for(stored, fingerprint)
+
+
+def _answer_for(stored: IdempotencyRecord, fingerprint: str) -> BatchOutcome:
     if stored.fingerprint != fingerprint:
         raise ApiError(
             409,
@@ -112,13 +153,11 @@ def _replay_for_key(business, environment, key, fingerprint) -> BatchOutcome:
     return BatchOutcome(bytes(stored.batch.response), replayed=True)
 
 
-def _process(row: Batch, batch: BatchIn, *, now: datetime, base_url: str) -> bytes:
+def _process(row: Batch, batch: BatchIn, pins: dict, *, now: datetime, base_url: str) -> bytes:
     business, environment = row.business, row.environment
     groups = batch.groups
 
-    # Where is everything? Geocode each distinct address once, then one polygon pass.
-    places = [g.pickup.place for g in groups] + [d.place for g in groups for d in g.drops]
-    pins = geocode_addresses(addresses_to_geocode(places))
+    # Where is everything? The addresses were geocoded before the transaction; one polygon pass.
     pickups = [locate(g.pickup.place, g.pickup.phone, pins) for g in groups]
     drops = [[locate(d.place, d.phone, pins) for d in g.drops] for g in groups]
     _check_coverage(pickups, drops, groups, now)

@@ -64,6 +64,10 @@ class PostgresCluster:
             "--no-sync",
             "--locale=C",
         )
+        self.start_server()
+        return self
+
+    def _pg_ctl(self, action: str, *args: str) -> None:
         options = (
             f"-p {self.port} -c listen_addresses={self.host} -k {self.root} "
             f"-c max_connections={self.max_connections} -c fsync=off "
@@ -77,15 +81,29 @@ class PostgresCluster:
             str(self.datadir),
             "-o",
             options,
+            # Always a log file: without one the server would hold our stderr pipe open.
             "-l",
             str(self.root / "server.log"),
             "-w",
             "-t",
             "60",
-            "start",
+            *args,
+            action,
         )
+
+    # An outage on purpose, data kept: stop_server() and start_server(), or restart_server().
+    # "fast" is what a service manager does: sessions are terminated, not waited for.
+
+    def start_server(self) -> None:
+        self._pg_ctl("start")
         self._wait_ready()
-        return self
+
+    def stop_server(self) -> None:
+        self._pg_ctl("stop", "-m", "fast")
+
+    def restart_server(self) -> None:
+        self._pg_ctl("restart", "-m", "fast")
+        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 30

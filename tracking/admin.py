@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 
-from billing.admin import ReadOnlyAdmin
+from billing.admin import GatedActionsAdmin, ReadOnlyAdmin
 from orders.admin import DeliveryEventInline
 from orders.models import ACTIVE_STATUSES, Driver, Drop, DropStatus, Order
 from tracking.services import move_drops_as_operator
@@ -36,7 +36,7 @@ def _actor(request) -> str:
 def _dispatch_actions(drop_ids_of):
     """Admin actions for a queryset (orders or drops), each through the state machine."""
 
-    def mover(to: str, verb: str, description: str):
+    def mover(to: str, verb: str, description: str, permission: str = "dispatch"):
         def action(modeladmin, request, queryset):
             result = move_drops_as_operator(
                 drop_ids=drop_ids_of(queryset), to=to, actor=_actor(request)
@@ -44,7 +44,7 @@ def _dispatch_actions(drop_ids_of):
             _report(request, result, verb)
 
         action.__name__ = f"mark_{to.lower()}"
-        return admin.action(description=description)(action)
+        return admin.action(description=description, permissions=[permission])(action)
 
     def assign_driver(modeladmin, request, queryset):
         form = AssignDriverForm(request.POST if "apply" in request.POST else None)
@@ -70,16 +70,31 @@ def _dispatch_actions(drop_ids_of):
             },
         )
 
-    assign_driver = admin.action(description="Assign a driver (pending drops → ASSIGNED)")(
-        assign_driver
-    )
+    assign_driver = admin.action(
+        description="Assign a driver (pending drops → ASSIGNED)", permissions=["dispatch"]
+    )(assign_driver)
     return [
         assign_driver,
         mover(S.PICKED_UP, "picked up", "Mark picked up"),
         mover(S.DELIVERED, "delivered", "Mark delivered"),
         mover(S.FAILED, "failed", "Mark failed"),
-        mover(S.CANCELLED, "cancelled (refunded)", "Cancel (refund or reverse the charge)"),
+        mover(
+            S.CANCELLED,
+            "cancelled (refunded)",
+            "Cancel (refund or reverse the charge)",
+            permission="cancel",
+        ),
     ]
+
+
+class DispatchAdmin(GatedActionsAdmin, ReadOnlyAdmin):
+    """Orders and drops are read-only; each move is an action behind its own permission."""
+
+    def has_dispatch_permission(self, request):
+        return request.user.has_perm("orders.dispatch_drop")
+
+    def has_cancel_permission(self, request):
+        return request.user.has_perm("orders.cancel_drop")
 
 
 class DropInline(admin.TabularInline):
@@ -95,7 +110,7 @@ class DropInline(admin.TabularInline):
 
 
 @admin.register(Order)
-class OrderAdmin(ReadOnlyAdmin):
+class OrderAdmin(DispatchAdmin):
     list_display = [
         "id",
         "business",
@@ -116,12 +131,9 @@ class OrderAdmin(ReadOnlyAdmin):
         )
     )
 
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_staff and obj is None  # run actions; the order itself is read-only
-
 
 @admin.register(Drop)
-class DropAdmin(ReadOnlyAdmin):
+class DropAdmin(DispatchAdmin):
     list_display = [
         "client_order_id",
         "business",
@@ -135,6 +147,3 @@ class DropAdmin(ReadOnlyAdmin):
     search_fields = ["client_order_id", "external_waybill", "business__name"]
     inlines = [DeliveryEventInline]
     actions = _dispatch_actions(lambda qs: list(qs.values_list("pk", flat=True)))
-
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_staff and obj is None

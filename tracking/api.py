@@ -6,7 +6,7 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 
 from accounts.models import Environment
-from config.api import ApiError, envelope, validation_error
+from config.api import ApiError, envelope, json_body, validation_error
 from config.openapi import ADVANCE, CANCEL, TRACKING
 from tracking.inputs import parse_identifiers
 from tracking.lifecycle import ADVANCE_TARGETS
@@ -18,7 +18,7 @@ class TrackingViewSet(viewsets.ViewSet):
     @TRACKING
     @action(detail=False, methods=["post"])
     def tracking(self, request):
-        identifiers = parse_identifiers(request.data)
+        identifiers = parse_identifiers(json_body(request))
         orders = track_drops(
             business=request.auth.business,
             environment=request.auth.environment,
@@ -29,7 +29,7 @@ class TrackingViewSet(viewsets.ViewSet):
     @CANCEL
     @action(detail=False, methods=["post"])
     def cancel(self, request):
-        identifiers = parse_identifiers(request.data)
+        identifiers = parse_identifiers(json_body(request))
         orders = cancel_orders(
             business=request.auth.business,
             environment=request.auth.environment,
@@ -45,7 +45,7 @@ class SandboxViewSet(viewsets.ViewSet):
     def advance(self, request):
         if request.auth.environment != Environment.SANDBOX:
             raise ApiError(403, "SANDBOX_ONLY", "The test driver works with sandbox keys only.")
-        identifiers = parse_identifiers(request.data)
+        identifiers = parse_identifiers(json_body(request))
         to = request.data.get("to")
         if to is not None and (not isinstance(to, str) or to not in ADVANCE_TARGETS):
             raise validation_error(

@@ -9,6 +9,7 @@ from decimal import Decimal
 from io import StringIO
 
 import pytest
+from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -212,3 +213,46 @@ def test_seed_demo_is_safe_to_run_twice(api, clock):
     response = api.bulk(batch(group(drop("DEMO-1"))), key)
     assert response.status_code == 200, response.content
     assert response.json()["data"]["counts"]["accepted"] == 1
+
+
+# --- the demo admin: only with DEBUG on or DEMO_ADMIN_PASSWORD set
+
+
+def seed_demo_output() -> str:
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    return out.getvalue()
+
+
+def test_seed_demo_with_debug_off_and_no_password_creates_no_superuser(settings):
+    settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = False, ""
+
+    printed = seed_demo_output()
+
+    assert not get_user_model().objects.filter(is_superuser=True).exists()
+    assert authenticate(username="admin", password="admin") is None
+    assert "No admin login was created" in printed
+    assert "manage.py createsuperuser" in printed and "DEMO_ADMIN_PASSWORD" in printed
+
+
+def test_seed_demo_with_debug_on_makes_admin_admin(settings):
+    settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = True, ""
+
+    printed = seed_demo_output()
+
+    user = authenticate(username="admin", password="admin")
+    assert user is not None and user.is_superuser and user.is_staff
+    assert "Admin login: admin / admin" in printed
+    assert "Admin login: admin / (unchanged)" in seed_demo_output()  # safe to run twice
+
+
+def test_seed_demo_with_demo_admin_password_uses_it_and_does_not_print_it(settings):
+    settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = False, "correct-horse-battery"
+
+    printed = seed_demo_output()
+
+    user = authenticate(username="admin", password="correct-horse-battery")
+    assert user is not None and user.is_superuser
+    assert authenticate(username="admin", password="admin") is None
+    assert "Admin login: admin / (the DEMO_ADMIN_PASSWORD you set)" in printed
+    assert "correct-horse-battery" not in printed

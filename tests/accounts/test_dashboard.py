@@ -196,6 +196,43 @@ def test_signup_refuses_a_taken_email_and_a_weak_password(client):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "email",
+    [
+        "a" * 174 + "@example.com",  # 186 characters: longer than the username column (150)
+        "İ" * 100 + "@x.example",  # 110 characters, 210 once lowercased
+    ],
+)
+def test_signup_refuses_an_email_longer_than_the_username_column(client, email):
+    response = client.post(
+        "/signup/", {"business_name": "Long Mail", "email": email, "password": PASSWORD}
+    )
+    assert response.status_code == 200
+    assert "at most 150 characters" in response.content.decode()
+    assert response.context["form"].errors["email"]
+    assert not get_user_model().objects.exists()
+    assert not Business.objects.filter(name="Long Mail").exists()
+
+
+@pytest.mark.django_db
+def test_signup_refuses_a_business_name_longer_than_its_column(client):
+    response = client.post(
+        "/signup/", {"business_name": "N" * 201, "email": "n@example.com", "password": PASSWORD}
+    )
+    assert response.status_code == 200
+    assert response.context["form"].errors["business_name"]
+    assert not get_user_model().objects.filter(username="n@example.com").exists()
+    assert not Business.objects.exists()
+
+
+def test_a_key_label_longer_than_its_column_is_a_form_error(alice_web, alice):
+    response = post_key_form(alice_web, environment="sandbox", label="L" * 101)
+    assert response.status_code == 400
+    assert "at most 100 characters" in response.content.decode()
+    assert not ApiKey.objects.filter(business=alice.business, label__startswith="L").exists()
+
+
+@pytest.mark.django_db
 def test_login_is_throttled_after_ten_failures(client):
     UserFactory(username="shop@example.com")
     for _ in range(MAX_FAILED_LOGINS):

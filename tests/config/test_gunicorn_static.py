@@ -74,6 +74,8 @@ def gunicorn(production_env, tmp_path):
         process = subprocess.Popen(
             [
                 str(BIN / "gunicorn"),
+                "-c",
+                str(Path(settings.BASE_DIR) / "gunicorn.conf.py"),
                 "config.wsgi",
                 "--bind",
                 f"{HOST}:{port}",

@@ -104,7 +104,7 @@ def test_debug_off_is_secure_by_default():
     values = settings_under({"DEBUG": "false", "SECRET_KEY": STRONG_KEY})
     assert values["DEBUG"] is False
     assert values["SECURE_SSL_REDIRECT"] is True
-    assert values["SECURE_REDIRECT_EXEMPT"] == ["^healthz$"]
+    assert values["SECURE_REDIRECT_EXEMPT"] == ["^healthz$", "^readyz$"]
     assert values["SECURE_PROXY_SSL_HEADER"] is None  # only when the proxy is known to set it
     assert values["SECURE_HSTS_SECONDS"] == 31_536_000
     assert values["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is True

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from io import StringIO
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from geo.geocoders import (
     GazetteerGeocoder,
@@ -12,6 +17,7 @@ from geo.geocoders import (
     forget_cached_results,
     geocode_addresses,
     normalise,
+    purge_expired_answers,
 )
 from geo.models import GeocodeResult, Place
 from orders.models import Drop, Order
@@ -442,3 +448,73 @@ def test_forgetting_touches_only_the_named_provider(db):
     assert forget_cached_results() == 1
     assert list(GeocodeResult.objects.values_list("provider", flat=True)) == ["nominatim"]
     assert forget_cached_results("nominatim") == 1
+
+
+# --- The cache is bounded: answers expire and are purged ----------------------------------------
+
+
+def test_a_cached_failure_expires_after_the_negative_ttl(
+    open_for_business, alice, api, geocoder_calls, settings
+):
+    settings.GEOCODE_NEGATIVE_TTL_HOURS = 24
+    submit(api, alice.sandbox_key, batch(group(address_drop("A", NOWHERE))))
+    open_for_business.shift(timedelta(hours=23))
+    submit(api, alice.sandbox_key, batch(group(address_drop("B", NOWHERE))))
+    assert len(geocoder_calls) == 1  # still fresh
+
+    open_for_business.shift(timedelta(hours=2))
+    submit(api, alice.sandbox_key, batch(group(address_drop("C", NOWHERE))))
+
+    assert len(geocoder_calls) == 2  # expired: asked again, and the answer starts a new life
+    cached = GeocodeResult.objects.get()
+    assert cached.created_at > timezone.now() - timedelta(minutes=1)
+
+
+def test_a_cached_pin_lives_for_the_positive_ttl(
+    open_for_business, alice, api, geocoder_calls, settings
+):
+    settings.GEOCODE_TTL_DAYS = 30
+    submit(api, alice.sandbox_key, batch(group(address_drop("A", ROYAL_PALACE))))
+    open_for_business.shift(timedelta(days=29))
+    data = submit(api, alice.sandbox_key, batch(group(address_drop("B", ROYAL_PALACE))))
+    assert results_by_id(data)["B"]["resolved_pin"] == ROYAL_PALACE_PIN
+    assert len(geocoder_calls) == 1
+
+    open_for_business.shift(timedelta(days=2))
+    submit(api, alice.sandbox_key, batch(group(address_drop("C", ROYAL_PALACE))))
+
+    assert len(geocoder_calls) == 2
+    assert GeocodeResult.objects.count() == 1
+
+
+def test_purge_deletes_only_answers_past_their_lifetime(db, settings):
+    settings.GEOCODE_TTL_DAYS, settings.GEOCODE_NEGATIVE_TTL_HOURS = 30, 24
+    now = timezone.now()
+    rows = {
+        "old-miss": (False, now - timedelta(hours=25)),
+        "new-miss": (False, now - timedelta(hours=23)),
+        "old-hit": (True, now - timedelta(days=31)),
+        "new-hit": (True, now - timedelta(days=2)),  # older than a miss may live, still kept
+    }
+    GeocodeResult.objects.bulk_create(
+        GeocodeResult(
+            provider="gazetteer", key=key, found=found, lat=1 if found else None,
+            long=1 if found else None, created_at=at,
+        )
+        for key, (found, at) in rows.items()
+    )  # fmt: skip
+
+    out = StringIO()
+    call_command("purge_geocode_cache", stdout=out)
+
+    assert set(GeocodeResult.objects.values_list("key", flat=True)) == {"new-miss", "new-hit"}
+    assert "Purged 2" in out.getvalue()
+    assert purge_expired_answers() == 0  # idempotent
+
+
+def test_ttls_must_be_whole_positive_numbers():
+    from tests.config.test_production_settings import PRODUCTION, start_error
+
+    for name in ("GEOCODE_TTL_DAYS", "GEOCODE_NEGATIVE_TTL_HOURS"):
+        for bad in ("0", "-1", "soon"):
+            assert name in start_error({**PRODUCTION, name: bad})

@@ -19,41 +19,12 @@ from django.db import connection
 from django.db.models import Sum
 
 from billing.models import EntryKind, LedgerEntry, Wallet
-from orders import services
 from orders.models import ACTIVE_STATUSES, Batch, Drop, IdempotencyRecord
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
+from tests.orders.conftest import WAIT_SECONDS, sessions_waiting_on_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-WAIT_SECONDS = 20
-
-
-@pytest.fixture
-def first_batch_held(monkeypatch):
-    """Hold the first batch that opens its till; the returned Event lets it go on."""
-    release = threading.Event()
-    first = threading.Lock()
-    open_till = services.open_till
-
-    def held_open_till(**kwargs):
-        till = open_till(**kwargs)
-        if first.acquire(blocking=False):
-            release.wait(WAIT_SECONDS)
-        return till
-
-    monkeypatch.setattr(services, "open_till", held_open_till)
-    yield release
-    release.set()
-
-
-def sessions_waiting_on_a_lock() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
 
 
 def run_together(n: int, request, release: threading.Event) -> list:
@@ -199,3 +170,47 @@ def test_wallet_never_overdraws_under_concurrent_batches(
     assert Counter(e.get("failure_reason") for e in results)["INSUFFICIENT_BALANCE"] == 7
     assert assert_wallet_consistent(tenant) == Decimal("1.51")
     assert Drop.objects.count() == 3
+
+
+def test_a_batch_waiting_on_an_id_that_ends_failed_is_processed_fresh(
+    open_for_business, alice, first_batch_held
+):
+    # The first batch claims "B" and is held; the second waits on the claim. The first ends
+    # FAILED, which reserves nothing (DESIGN.md §4), so the second then goes through.
+    failing = batch(group(drop("F-1", lat=13.4125, long=103.8670)), client_batch_id="B")
+    good = batch(group(drop("G-1")), client_batch_id="B")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(_own_connection, lambda: Api().bulk(failing, alice.sandbox_key))
+        _wait(lambda: sessions_in_transaction() >= 1)
+        second = pool.submit(_own_connection, lambda: Api().bulk(good, alice.sandbox_key))
+        _wait(lambda: sessions_waiting_on_a_lock() >= 1)
+        first_batch_held.set()
+        first, second = first.result(WAIT_SECONDS), second.result(WAIT_SECONDS)
+
+    assert first.json()["data"]["status"] == "FAILED"
+    assert second.status_code == 200, second.content
+    assert second.json()["data"]["status"] == "COMPLETED"
+    assert Drop.objects.get().client_order_id == "G-1"
+
+
+def sessions_in_transaction() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state = 'idle in transaction'"
+        )
+        return cursor.fetchone()[0]
+
+
+def _own_connection(work):
+    try:
+        return work()
+    finally:
+        connection.close()
+
+
+def _wait(condition) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)

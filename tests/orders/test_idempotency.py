@@ -325,3 +325,76 @@ def test_after_purge_the_same_key_meets_the_client_batch_id(
         assert again.content == first.content
         assert stored_rows() == {**rows, "IdempotencyRecord": 1}
         assert IdempotencyRecord.objects.get().batch == Batch.objects.get()
+
+
+# --- A FAILED batch reserves nothing (DESIGN.md §4) -------------------------------------------
+
+
+def test_a_failed_batch_frees_its_client_batch_id_for_a_new_key(open_for_business, alice, api):
+    # The README's own trap: sent after hours, every drop OUTSIDE_OPERATING_HOURS.
+    body = batch(group(drop("F-1")), client_batch_id="evening")
+    open_for_business.move_to(OPEN_HOURS + timedelta(hours=12))  # 22:00 in Phnom Penh
+    failed_key = str(uuid.uuid4())
+    failed = api.bulk(body, alice.sandbox_key, failed_key)
+    assert failed.json()["data"]["status"] == "FAILED"
+    open_for_business.move_to(OPEN_HOURS + timedelta(days=1))
+
+    fresh = api.bulk(body, alice.sandbox_key)
+
+    assert fresh.status_code == 200, fresh.content
+    assert "Idempotent-Replayed" not in fresh.headers
+    data = fresh.json()["data"]
+    assert data["status"] == "COMPLETED"
+    assert data["batch_id"] != failed.json()["data"]["batch_id"]
+    assert Drop.objects.get().client_order_id == "F-1"
+    # The failed batch's own key still replays it, and its poll_url still answers.
+    again = api.bulk(body, alice.sandbox_key, failed_key)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == failed.content
+    poll = api.get(f"/batches/{failed.json()['data']['batch_id']}", alice.sandbox_key)
+    assert poll.status_code == 200
+    assert poll.json()["data"]["status"] == "FAILED"
+
+
+def test_a_failed_batch_frees_its_id_for_another_body_too(open_for_business, alice, api):
+    failed = api.bulk(
+        batch(group(drop("X-1", **SIEM_REAP)), client_batch_id="B"), alice.sandbox_key
+    )
+    assert failed.json()["data"]["status"] == "FAILED"
+
+    other = api.bulk(batch(group(drop("X-2")), client_batch_id="B"), alice.sandbox_key)
+
+    assert other.status_code == 200, other.content
+    assert other.json()["data"]["status"] == "COMPLETED"
+    assert Batch.objects.filter(client_batch_id="B").count() == 2
+
+
+def test_several_failed_batches_may_share_an_id_but_one_live_batch_holds_it(
+    open_for_business, alice, api
+):
+    for n in range(3):
+        failed = api.bulk(
+            batch(group(drop(f"X-{n}", **SIEM_REAP)), client_batch_id="B"), alice.sandbox_key
+        )
+        assert failed.json()["data"]["status"] == "FAILED"
+    accepted = api.bulk(batch(group(drop("OK-1")), client_batch_id="B"), alice.sandbox_key)
+    assert accepted.json()["data"]["status"] == "COMPLETED"
+
+    again = api.bulk(batch(group(drop("OK-2")), client_batch_id="B"), alice.sandbox_key)
+
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "CLIENT_BATCH_ID_REUSED"
+    assert Batch.objects.filter(client_batch_id="B").count() == 4
+
+
+def test_a_partial_batch_keeps_its_client_batch_id(open_for_business, alice, api):
+    body = batch(group(drop("P-1"), drop("P-2", **SIEM_REAP)), client_batch_id="P")
+    first = api.bulk(body, alice.sandbox_key)
+    assert first.json()["data"]["status"] == "PARTIAL"
+
+    same_body = api.bulk(body, alice.sandbox_key)
+    other_body = api.bulk(batch(group(drop("P-3")), client_batch_id="P"), alice.sandbox_key)
+
+    assert same_body.headers["Idempotent-Replayed"] == "true"
+    assert same_body.content == first.content
+    assert other_body.status_code == 409

@@ -152,13 +152,16 @@ def _children_of(pid: int) -> list[int]:
 
 
 class Gunicorn:
-    """`gunicorn config.wsgi` with one sync worker, the production settings (DEBUG off),
-    and the pytest-django test database, configured through the environment as in
-    production."""
+    """`gunicorn config.wsgi` with one sync worker (or `workers`), the production settings
+    (DEBUG off), and the pytest-django test database (or `database`), configured through
+    the environment as in production."""
 
-    def __init__(self, database: dict, log_path: Path) -> None:
+    def __init__(
+        self, database: dict, log_path: Path, *, workers: int = 1, conn_max_age: int = 0
+    ) -> None:
         self.port = _free_port()
         self.log_path = log_path
+        self.workers = workers
         self.process: subprocess.Popen[bytes] | None = None
         # A clean environment, as a deployment has: none of the test settings' defaults.
         inherited = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
@@ -173,7 +176,7 @@ class Gunicorn:
             "DEBUG": "false",
             "ALLOWED_HOSTS": HOST,
             "SECURE_SSL_REDIRECT": "false",
-            "CONN_MAX_AGE": "0",
+            "CONN_MAX_AGE": str(conn_max_age),
         }
 
     def start(self) -> Gunicorn:
@@ -181,11 +184,13 @@ class Gunicorn:
             self.process = subprocess.Popen(
                 [
                     str(Path(sys.executable).parent / "gunicorn"),
+                    "-c",
+                    str(Path(settings.BASE_DIR) / "gunicorn.conf.py"),
                     "config.wsgi",
                     "--bind",
                     f"{HOST}:{self.port}",
                     "--workers",
-                    "1",
+                    str(self.workers),
                     "--timeout",
                     "120",
                     "--no-control-socket",
@@ -216,7 +221,8 @@ class Gunicorn:
         return workers[0] if len(workers) == 1 else None
 
     def wait_ready(self) -> int:
-        """Wait until a worker answers /healthz; its pid."""
+        """Wait until a worker answers /healthz; its pid (with several workers, the
+        master's, once they are all up)."""
 
         def answering() -> int | None:
             if self.process.poll() is not None:
@@ -225,7 +231,12 @@ class Gunicorn:
                 reply = self.request("GET", "/healthz", timeout=2)
             except (OSError, http.client.HTTPException):
                 return None
-            return self.worker() if reply.status == 200 else None
+            if reply.status != 200:
+                return None
+            if self.workers == 1:
+                return self.worker()
+            up = len(_children_of(self.process.pid)) == self.workers
+            return self.process.pid if up else None
 
         try:
             return wait_for("gunicorn to answer /healthz", answering)

@@ -1,6 +1,8 @@
 """The batch's database connection terminated mid-transaction (pg_terminate_backend, as an
-operator or a failover would) answers a JSON 500, leaves no partial rows, and the retry with
-the same Idempotency-Key is processed fresh (DESIGN.md §3, §4 "Atomicity").
+operator or a failover would) answers a JSON 503 SERVICE_UNAVAILABLE with Retry-After (the
+database went away under the request: PostgreSQL says 57P01 for a terminated backend as for a
+shutdown), leaves no partial rows, and the retry with the same Idempotency-Key is processed
+fresh (DESIGN.md §3, §4 "Atomicity", §16).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tests.reliability import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DROPS = 2000
-# What a 500 must never show a client: a traceback, the driver, the SQL, the database.
+# What an error must never show a client: a traceback, the driver, the SQL, the database.
 LEAKS = (b"Traceback", b'File "', b"psycopg", b"terminating", b"administrator", b"orders_")
 
 
@@ -38,7 +40,7 @@ def terminate_backend(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("point", list(HOLD_POINTS))
-def test_a_connection_terminated_mid_batch_is_a_json_500_that_leaves_nothing(
+def test_a_connection_terminated_mid_batch_is_a_json_503_that_leaves_nothing(
     server, hold, shop, point
 ):
     wallet = Wallet.objects.get(business=shop.business, environment="sandbox")
@@ -55,12 +57,13 @@ def test_a_connection_terminated_mid_batch_is_a_json_500_that_leaves_nothing(
     assert terminate_backend(held.pid)
     crashed = sent.result()
 
-    assert crashed.status == 500, crashed.body[:1000]
+    assert crashed.status == 503, crashed.body[:1000]
     assert crashed.headers["content-type"] == "application/json"
+    assert int(crashed.headers["retry-after"]) > 0
     envelope = crashed.json()
-    assert envelope["statusCode"] == 500
+    assert envelope["statusCode"] == 503
     assert envelope["success"] is False
-    assert envelope["error"]["code"] == "INTERNAL_ERROR"
+    assert envelope["error"]["code"] == "SERVICE_UNAVAILABLE"
     assert envelope["error"]["request_id"] == crashed.headers["x-request-id"]
     for leak in LEAKS:
         assert leak not in crashed.body

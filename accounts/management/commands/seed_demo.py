@@ -1,7 +1,6 @@
-"""seed_demo: the demo region, the sandbox test driver, an operator and a LIVE demo business."""
+"""seed_demo: the demo region, the sandbox test driver, a LIVE demo business, a demo admin."""
 
-import os
-
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -15,6 +14,29 @@ from orders.models import Driver
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_KEY_LABEL = "Demo sandbox key"
+ADMIN_USERNAME = "admin"
+
+
+def ensure_demo_admin() -> str:
+    """The `admin` superuser, only where a known password is acceptable; returns the login line.
+
+    A database seeded with DEBUG off may be reachable by others, so `admin` / `admin` is never
+    made there; DEMO_ADMIN_PASSWORD is an explicit choice and is not printed back.
+    """
+    User = get_user_model()
+    if User.objects.filter(username=ADMIN_USERNAME).exists():
+        return f"Admin login: {ADMIN_USERNAME} / (unchanged)"
+    if settings.DEMO_ADMIN_PASSWORD:
+        password, shown = settings.DEMO_ADMIN_PASSWORD, "(the DEMO_ADMIN_PASSWORD you set)"
+    elif settings.DEBUG:
+        password = shown = "admin"
+    else:
+        return (
+            "No admin login was created (DEBUG is off and DEMO_ADMIN_PASSWORD is not set): "
+            "run `manage.py createsuperuser`, or set DEMO_ADMIN_PASSWORD and run seed_demo again."
+        )
+    User.objects.create_superuser(ADMIN_USERNAME, "admin@example.com", password)
+    return f"Admin login: {ADMIN_USERNAME} / {shown}"
 
 
 class Command(BaseCommand):
@@ -27,15 +49,7 @@ class Command(BaseCommand):
             is_sandbox_test_driver=True,
             defaults={"name": "Sandbox Test Driver", "phone": "+85512000000"},
         )
-        password = os.environ.get("DEMO_ADMIN_PASSWORD", "admin")
-        User = get_user_model()
-        admin, created = User.objects.get_or_create(
-            username="admin",
-            defaults={"is_staff": True, "is_superuser": True, "email": "admin@example.com"},
-        )
-        if created:
-            admin.set_password(password)
-            admin.save()
+        admin_login = ensure_demo_admin()
         business = Business.objects.filter(email=DEMO_EMAIL).first()
         if business is None:
             business = provision_business(
@@ -53,5 +67,5 @@ class Command(BaseCommand):
             business=business, environment=Environment.SANDBOX, label=DEMO_KEY_LABEL
         )
         self.stdout.write(f"Demo business: {business.name} ({business.stage})")
-        self.stdout.write(f"Admin login: admin / {password if created else '(unchanged)'}")
+        self.stdout.write(admin_login)
         self.stdout.write(f"Sandbox key: {key.plaintext}")

@@ -22,7 +22,7 @@ class Command(BaseCommand):
         current = invoice_period(now)
         if month:
             try:
-                if not re.fullmatch(r"\d{4}-\d{2}", month):
+                if not re.fullmatch(r"[0-9]{4}-[0-9]{2}", month):
                     raise ValueError(month)
                 datetime.strptime(month, "%Y-%m")
             except ValueError as exc:

@@ -1,0 +1,39 @@
+"""Fixtures of the order tests: holding a batch inside its transaction."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from orders import services
+
+WAIT_SECONDS = 20
+
+
+@pytest.fixture
+def first_batch_held(monkeypatch):
+    """Hold the first batch that opens its till; the returned Event lets it go on."""
+    release = threading.Event()
+    first = threading.Lock()
+    open_till = services.open_till
+
+    def held_open_till(**kwargs):
+        till = open_till(**kwargs)
+        if first.acquire(blocking=False):
+            release.wait(WAIT_SECONDS)
+        return till
+
+    monkeypatch.setattr(services, "open_till", held_open_till)
+    yield release
+    release.set()
+
+
+def sessions_waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
