@@ -11,7 +11,7 @@ from rest_framework import authentication, exceptions
 
 from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
 from accounts.models import ApiKey, Business, Environment
-from config.api import ApiError
+from core.api import ApiError
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 

@@ -21,8 +21,8 @@ from billing.models import (
     PricingPlan,
     Wallet,
 )
-from config.formats import CENT, money
-from orders.writes import insert_rows
+from core.formats import CENT, money
+from core.writes import insert_rows
 
 
 class BillingError(Exception):

@@ -1,12 +1,11 @@
 """Routes of /api/v1: one DRF router over the apps' viewsets."""
 
 from django.urls import path, re_path
-from django.views.decorators.csrf import csrf_exempt
 from rest_framework.routers import SimpleRouter
 
-from accounts.api import AccountViewSet
-from config.api import error_response
+from billing.api import AccountViewSet
 from config.openapi import DocsView, SchemaView
+from core.handlers import unknown_path
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
 from tracking.api import SandboxViewSet, TrackingViewSet
@@ -19,12 +18,6 @@ router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")
 router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
-
-
-@csrf_exempt  # any method, cookies or not: an unknown path is a 404, never a CSRF page
-def unknown_path(request, rest=""):
-    """Any other path under /api/v1 is a JSON 404 for every method, in DEBUG too."""
-    return error_response(request, 404, "NOT_FOUND", "No such resource.")
 
 
 urlpatterns = [

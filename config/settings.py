@@ -6,7 +6,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from config.strict_env import (
+from core.strict_env import (
     env_bool,
     env_int,
     env_proxy_ssl_header,
@@ -67,18 +67,22 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "config",
+    # Layers, lowest first: each app imports only the ones above it in this list
+    # (docs/architecture.md; tests/test_layers.py holds the code to it).
+    "core",
+    "geo",
     "accounts",
     "billing",
-    "geo",
     "orders",
     "tracking",
+    "dashboard",
+    "console",
 ]
 
 MIDDLEWARE = [
-    "config.middleware.RequestIdMiddleware",
-    "config.throttling.RateLimitHeadersMiddleware",
-    "config.middleware.ApiBodyLimitMiddleware",
+    "core.middleware.RequestIdMiddleware",
+    "core.throttling.RateLimitHeadersMiddleware",
+    "core.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -87,11 +91,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.ApiErrorMiddleware",
+    "core.middleware.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
-CSRF_FAILURE_VIEW = "config.urls.csrf_failure"
+CSRF_FAILURE_VIEW = "core.handlers.csrf_failure"
 # No redirect-to-slash: an API client posting to a near-miss path gets a JSON 404, not a 301.
 APPEND_SLASH = False
 WSGI_APPLICATION = "config.wsgi.application"
@@ -126,7 +130,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # a table in the main database (created by accounts' migration 0003); Redis also works.
 CACHES = {"default": env.cache("CACHE_URL", default="dbcache://django_cache")}
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache":
-    CACHES["default"]["BACKEND"] = "config.cache.DatabaseCache"  # its incr() is atomic
+    CACHES["default"]["BACKEND"] = "core.cache.DatabaseCache"  # its incr() is atomic
     # Past MAX_ENTRIES the table is culled, live counters too: keep room for every active key.
     CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 100_000)
 
@@ -170,7 +174,7 @@ MAX_DROPS_PER_BATCH = env.int("MAX_DROPS_PER_BATCH", default=5000)
 MAX_TRACKING_IDENTIFIERS = env.int("MAX_TRACKING_IDENTIFIERS", default=1000)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env.int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10)
 IDEMPOTENCY_TTL_HOURS = env.int("IDEMPOTENCY_TTL_HOURS", default=24)
-# Per API key, "<requests>/<second|minute|hour|day>" (config/throttling.py).
+# Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).
 RATE_LIMIT_DEFAULT = env_rate("RATE_LIMIT_DEFAULT", default="1200/minute")
 RATE_LIMIT_BULK = env_rate("RATE_LIMIT_BULK", default="120/minute")
 GEOCODER = env.str("GEOCODER", default="gazetteer")  # "gazetteer" or "nominatim"
@@ -191,12 +195,12 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["config.api.JsonParser"],
-    "DEFAULT_RENDERER_CLASSES": ["config.api.JsonRenderer"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.AlwaysJson",
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["core.api.JsonParser"],
+    "DEFAULT_RENDERER_CLASSES": ["core.api.JsonRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "core.api.AlwaysJson",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # OPTIONS answers 405 METHOD_NOT_ALLOWED in the envelope, not DRF's view metadata.
     "DEFAULT_METADATA_CLASS": None,
@@ -230,13 +234,13 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# One JSON object per line on stderr, each with the request id (config/logging.py); the
+# One JSON object per line on stderr, each with the request id (core/logging.py); the
 # "api.access" logger writes one line per API request.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.logging.RequestIdFilter"}},
-    "formatters": {"json": {"()": "config.logging.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.logging.RequestIdFilter"}},
+    "formatters": {"json": {"()": "core.logging.JsonFormatter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import viewsets
 
-from config.api import envelope
 from config.openapi import SERVICE_AREAS
+from core.api import envelope
 from geo.models import ServiceArea
 
 

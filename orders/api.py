@@ -8,8 +8,8 @@ from django.conf import settings
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
-from config.api import ApiError, envelope, json_body, json_response
 from config.openapi import BATCH, BULK
+from core.api import ApiError, envelope, json_body, json_response
 from orders.inputs import idempotency_key_from, parse_batch
 from orders.selectors import batch_detail
 from orders.services import create_batch
@@ -23,7 +23,7 @@ class OrderViewSet(viewsets.ViewSet):
     throttle_scope = "default"  # the bulk action counts under its own scope
 
     @BULK
-    # Counted apart from other calls, under RATE_LIMIT_BULK (config/throttling.py).
+    # Counted apart from other calls, under RATE_LIMIT_BULK (core/throttling.py).
     @action(detail=False, methods=["post"], url_path="bulk", throttle_scope="bulk")
     def bulk(self, request):
         key = idempotency_key_from(request)

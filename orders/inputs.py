@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from config.api import MAX_ERROR_DETAILS, ApiError, validation_error
+from core.api import MAX_ERROR_DETAILS, ApiError, validation_error
 
 MAX_ID = 100
 MAX_NAME = 200

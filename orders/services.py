@@ -12,12 +12,13 @@ from django.utils import timezone
 
 from accounts.models import Business
 from billing.services import Till, open_till, price_for
-from config.api import ApiError, success_body
-from config.formats import iso_z, money
+from core.api import ApiError, success_body
+from core.db import claim
+from core.formats import iso_z, money
+from core.writes import insert_rows
 from geo.geocoders import geocode_addresses
 from geo.geometry import haversine_km
 from geo.services import load_coverage
-from orders.db import claim
 from orders.decisions import (
     MESSAGES,
     Located,
@@ -37,7 +38,6 @@ from orders.models import (
     IdempotencyRecord,
     Order,
 )
-from orders.writes import insert_rows
 
 CREATION_ACTOR = "api"
 

@@ -16,7 +16,7 @@ import time_machine
 from django.test import Client
 
 from accounts.models import Business
-from accounts.provisioning import provision_business
+from console.provisioning import provision_business
 from geo.demo import seed_region
 
 # Monday 2026-11-23 10:00 in Phnom Penh (UTC+7): inside the demo area's 07:00–21:00.

@@ -6,8 +6,8 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 
 from accounts.models import Environment
-from config.api import ApiError, envelope, json_body, validation_error
 from config.openapi import ADVANCE, CANCEL, TRACKING
+from core.api import ApiError, envelope, json_body, validation_error
 from tracking.inputs import parse_identifiers
 from tracking.lifecycle import ADVANCE_TARGETS
 from tracking.selectors import track_drops

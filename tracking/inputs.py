@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 
-from config.api import validation_error
+from core.api import validation_error
 
 
 def parse_identifiers(body: Any) -> list[str]:

@@ -1,6 +1,6 @@
 """Tracking by the caller's own references: two queries for any number of identifiers.
 
-Ids and timestamps come out of the database already as wire text (config/functions.py):
+Ids and timestamps come out of the database already as wire text (core/functions.py):
 turning thousands of them into UUID and datetime objects only to format them again cost
 more than the queries themselves.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from config.formats import money
-from config.functions import IsoZ, UuidText
+from core.formats import money
+from core.functions import IsoZ, UuidText
 from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop
 
 _FIELDS = (

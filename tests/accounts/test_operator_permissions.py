@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from accounts import services
 from accounts.models import ApiKey, Business, Stage
+from billing import onboarding
 from billing.models import LedgerEntry
 from tests.operators import staff_client
 
@@ -35,7 +36,7 @@ APPROVAL = {
 
 @pytest.fixture
 def applicant() -> Business:
-    business = services.create_business(name="Applicant", email="applicant@example.com")
+    business = onboarding.create_business(name="Applicant", email="applicant@example.com")
     services.request_access(business=business, use_case="Noodles", expected_monthly_volume=300)
     return business
 

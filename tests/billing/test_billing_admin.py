@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from accounts import services
 from accounts.models import BillingModel, Business, Stage
+from billing import onboarding
 from billing.models import EntryKind, Invoice, InvoiceStatus, LedgerEntry, Wallet
 from tests.billing import assert_ledger_consistent, wallet_of
 
@@ -25,7 +26,7 @@ def _tenant(business) -> SimpleNamespace:
 @pytest.fixture
 def applicant(db) -> Business:
     """A business waiting in the approval queue."""
-    business = services.create_business(name="Applicant", email="applicant@example.com")
+    business = onboarding.create_business(name="Applicant", email="applicant@example.com")
     services.request_access(business=business, use_case="Noodles", expected_monthly_volume=300)
     return business
 

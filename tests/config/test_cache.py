@@ -1,4 +1,4 @@
-"""The shared database cache (config/cache.py): add() and incr() that hold across processes."""
+"""The shared database cache (core/cache.py): add() and incr() that hold across processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.cache import cache, caches
 from django.db import connection
 
-from config.cache import DatabaseCache
+from core.cache import DatabaseCache
 from tests.fixtures import OPEN_HOURS
 from tests.helpers import run_concurrently
 

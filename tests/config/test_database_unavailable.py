@@ -1,5 +1,5 @@
 """Which database errors are "the database is away" (503 SERVICE_UNAVAILABLE with Retry-After,
-DESIGN.md §3, §16) and which are a failed statement (500): config.middleware.database_unavailable.
+DESIGN.md §3, §16) and which are a failed statement (500): core.middleware.database_unavailable.
 
 Django hands the driver's error on wrapped in its own class, with the driver's as __cause__;
 the errors here are wrapped by Django's own DatabaseErrorWrapper, as a cursor would.
@@ -16,8 +16,8 @@ import pytest
 from django.db import utils as db_utils
 from django.test import Client
 
-from accounts.api import AccountViewSet
-from config.middleware import ApiBodyLimitMiddleware, database_unavailable
+from billing.api import AccountViewSet
+from core.middleware import ApiBodyLimitMiddleware, database_unavailable
 from tests.helpers import assert_error
 
 

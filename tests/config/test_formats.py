@@ -1,4 +1,4 @@
-"""Wire formats: values the database formats (config/functions.py) equal Python's own."""
+"""Wire formats: values the database formats (core/functions.py) equal Python's own."""
 
 import uuid
 from datetime import UTC, datetime
@@ -7,8 +7,8 @@ import pytest
 from django.db.models import DateTimeField, UUIDField, Value
 
 from accounts.models import Business
-from config.formats import iso_z
-from config.functions import IsoZ, UuidText
+from core.formats import iso_z
+from core.functions import IsoZ, UuidText
 
 MOMENTS = [
     datetime(2026, 11, 23, 3, 0, 0, tzinfo=UTC),

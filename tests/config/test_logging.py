@@ -9,7 +9,7 @@ import sys
 import orjson
 import pytest
 
-from config.logging import JsonFormatter, RequestIdFilter, bind_request_id, unbind_request_id
+from core.logging import JsonFormatter, RequestIdFilter, bind_request_id, unbind_request_id
 from tests.helpers import assert_error
 
 
@@ -86,10 +86,10 @@ def test_the_settings_log_json_with_the_request_id():
 
     handler = settings.LOGGING["handlers"]["console"]
     assert settings.LOGGING["formatters"][handler["formatter"]]["()"] == (
-        "config.logging.JsonFormatter"
+        "core.logging.JsonFormatter"
     )
     assert [settings.LOGGING["filters"][f]["()"] for f in handler["filters"]] == [
-        "config.logging.RequestIdFilter"
+        "core.logging.RequestIdFilter"
     ]
 
 
@@ -127,12 +127,12 @@ def test_failures_are_logged_with_the_request_id(alice, api, json_log):
 
 
 def test_an_unhandled_error_is_logged_with_the_request_id(alice, api, json_log, monkeypatch):
-    import accounts.api
+    import billing.api
 
     def broken(**kwargs):
         raise RuntimeError("the summary is broken")
 
-    monkeypatch.setattr(accounts.api, "account_summary", broken)
+    monkeypatch.setattr(billing.api, "account_summary", broken)
     response = api.get("/account", alice.sandbox_key)
 
     assert_error(response, 500, "INTERNAL_ERROR")

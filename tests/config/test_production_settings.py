@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from config import strict_env
+from core import strict_env
 
 PYTHON = sys.executable
 STRONG_KEY = secrets.token_urlsafe(50)
@@ -115,7 +115,7 @@ def test_debug_off_is_secure_by_default():
         "whitenoise.storage.CompressedManifestStaticFilesStorage"
     )
     assert values["WHITENOISE_USE_FINDERS"] is False  # collectstatic's output only
-    assert values["CACHES"]["default"]["BACKEND"] == "config.cache.DatabaseCache"
+    assert values["CACHES"]["default"]["BACKEND"] == "core.cache.DatabaseCache"
     assert values["CACHES"]["default"]["LOCATION"] == "django_cache"
     assert (values["RATE_LIMIT_DEFAULT"], values["RATE_LIMIT_BULK"]) == (
         "1200/minute",

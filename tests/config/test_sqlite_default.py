@@ -20,7 +20,7 @@ from django.core.management import call_command
 call_command("migrate", verbosity=0)
 import time_machine
 from datetime import datetime, UTC
-from accounts.provisioning import provision_business
+from console.provisioning import provision_business
 from geo.demo import seed_region
 from orders.inputs import parse_batch
 from orders.services import create_batch

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from django.test import Client
 
-from config.api import MAX_JSON_DEPTH, nesting_deeper_than
+from core.api import MAX_JSON_DEPTH, nesting_deeper_than
 from orders.models import Drop
 from tests.factories import batch, drop, group
 from tests.helpers import assert_error, assert_nothing_stored
@@ -204,7 +204,7 @@ def test_a_request_id_with_a_final_newline_is_replaced(db, api):
 def test_a_rate_with_non_ascii_digits_stops_startup():
     from django.core.exceptions import ImproperlyConfigured
 
-    from config.strict_env import parse_rate
+    from core.strict_env import parse_rate
 
     with pytest.raises(ImproperlyConfigured):
         parse_rate("١٠/minute", "RATE_LIMIT_DEFAULT")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from config.formats import money
+from core.formats import money
 from geo.models import ServiceArea
 from orders.models import Batch, BatchStatus, DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import HOME, SHOP, batch, drop, group

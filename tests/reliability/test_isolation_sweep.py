@@ -22,9 +22,9 @@ from django.db import transaction
 from django.test import Client
 
 from accounts.models import ApiKey, Membership
-from accounts.provisioning import provision_business
 from billing.models import LedgerEntry, Wallet
-from config.formats import money
+from console.provisioning import provision_business
+from core.formats import money
 from geo.demo import seed_region
 from orders.models import DeliveryEvent, Drop
 from tests.factories import UserFactory, batch, drop, group

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from config.formats import iso_z, money
+from core.formats import iso_z, money
 from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
 from tests.helpers import ROYAL_PALACE

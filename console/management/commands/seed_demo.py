@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from accounts import services
 from accounts.models import ApiKey, Business, Environment
-from accounts.provisioning import provision_business
+from console.provisioning import provision_business
 from geo.demo import seed_region
 from orders.models import Driver
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 
-from accounts import ratelimit
+from accounts.login import RateLimitedLoginMixin
 from accounts.models import ApiKey, Business, Environment
 from orders.models import DropStatus
 from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
@@ -53,44 +52,6 @@ class SignupForm(forms.Form):
         return password
 
 
-class RateLimitedLoginMixin:
-    """Failed sign-ins are counted per client address and per username from that address;
-    past either limit (accounts/ratelimit.py) the form refuses.
-
-    A password check costs ~270 ms of CPU on purpose, and Django hashes for an unknown username
-    too (so timing does not tell which exist). So the lockouts, one cache read, come before
-    authenticate(): a locked-out address or username is refused without any hashing, and a
-    locked-out guesser learns nothing from further attempts, not even a correct password.
-    """
-
-    rate_limited_messages = {
-        ratelimit.ADDRESS: (
-            "Too many failed sign-in attempts from your address. "
-            f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes."
-        ),
-        ratelimit.USERNAME: (
-            "Too many failed sign-in attempts for this account from your address. "
-            f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes, or reset your password."
-        ),
-    }
-
-    def clean(self):
-        username = (self.data.get("username") or "").strip()
-        address = ratelimit.client_address(self.request)
-        if locked := ratelimit.locked_out_by(username, address):
-            raise forms.ValidationError(self.rate_limited_messages[locked], code="rate_limited")
-        try:
-            cleaned = super().clean()
-        except forms.ValidationError:
-            ratelimit.record_failure(username, address)
-            raise
-        # Only a sign-in that succeeded clears the count: a form with the password left out
-        # also gets here, and must not reset a guesser's count between guesses.
-        if self.get_user() is not None:
-            ratelimit.clear_failures(username, address)
-        return cleaned
-
-
 class LoginForm(RateLimitedLoginMixin, AuthenticationForm):
     def __init__(self, request=None, *args, **kwargs):
         super().__init__(request, *args, **kwargs)
@@ -98,10 +59,6 @@ class LoginForm(RateLimitedLoginMixin, AuthenticationForm):
 
     def clean_username(self) -> str:
         return self.cleaned_data["username"].strip().lower()
-
-
-class RateLimitedAdminLoginForm(RateLimitedLoginMixin, AdminAuthenticationForm):
-    """The same throttle for the operator console (admin.site.login_form)."""
 
 
 class RequestAccessForm(forms.Form):

@@ -1,14 +1,9 @@
 """Dashboard routes (server-rendered pages for business users)."""
 
-from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from accounts import views
-from accounts.forms import RateLimitedAdminLoginForm
-
-# The operator console's login gets the same failed-login throttle as the dashboard's.
-admin.site.login_form = RateLimitedAdminLoginForm
+from dashboard import views
 
 app_name = "dashboard"
 

@@ -11,7 +11,7 @@ from django.db.models import Func, TextField
 
 
 class IsoZ(Func):
-    """A timestamp as ISO 8601 in UTC with milliseconds and Z, like config.formats.iso_z."""
+    """A timestamp as ISO 8601 in UTC with milliseconds and Z, like core.formats.iso_z."""
 
     output_field = TextField()
     arity = 1

@@ -1,4 +1,5 @@
-"""Operator console for dispatch: orders and drops, moved only through the state machine."""
+"""Operator console for orders: read-only batches, and orders and drops moved only through
+the delivery state machine (tracking.services)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,57 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 
-from billing.admin import GatedActionsAdmin, ReadOnlyAdmin
-from orders.admin import DeliveryEventInline
-from orders.models import ACTIVE_STATUSES, Driver, Drop, DropStatus, Order
+from core.admin import GatedActionsAdmin, ReadOnlyAdmin
+from orders.models import (
+    ACTIVE_STATUSES,
+    Batch,
+    DeliveryEvent,
+    Driver,
+    Drop,
+    DropStatus,
+    IdempotencyRecord,
+    Order,
+)
 from tracking.services import move_drops_as_operator
+
+
+@admin.register(Batch)
+class BatchAdmin(ReadOnlyAdmin):
+    list_display = [
+        "client_batch_id",
+        "business",
+        "environment",
+        "status",
+        "total",
+        "accepted",
+        "rejected",
+        "created_at",
+    ]
+    list_filter = ["status", "environment"]
+    search_fields = ["client_batch_id", "business__name"]
+    exclude = ["response"]
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(ReadOnlyAdmin):
+    list_display = ["key", "business", "environment", "batch", "created_at"]
+
+
+@admin.register(Driver)
+class DriverAdmin(admin.ModelAdmin):
+    list_display = ["name", "phone", "active", "is_sandbox_test_driver"]
+
+
+class DeliveryEventInline(admin.TabularInline):
+    model = DeliveryEvent
+    extra = 0
+    fields = ["at", "status", "actor"]
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
 
 S = DropStatus
 

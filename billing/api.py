@@ -6,8 +6,8 @@ from django.utils import timezone
 from rest_framework import viewsets
 
 from billing.services import account_summary
-from config.api import envelope
 from config.openapi import ACCOUNT
+from core.api import envelope
 
 
 class AccountViewSet(viewsets.ViewSet):

@@ -6,7 +6,7 @@ from django.db import DatabaseError, connection
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
-from config.middleware import RETRY_AFTER_SECONDS
+from core.middleware import RETRY_AFTER_SECONDS
 
 
 @never_cache

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from accounts import services
 from accounts.models import BillingModel, Business, Environment, Stage
+from billing import onboarding
 from billing.models import EntryKind, Wallet
 from billing.services import post_wallet_entry
 
@@ -44,13 +45,13 @@ def provision_business(
 ) -> Provisioned:
     """Walk a new business through onboarding up to `stage`, minting the keys it allows."""
     target = STAGES[stage]
-    business = services.create_business(name=name, email=email)
+    business = onboarding.create_business(name=name, email=email)
     if target == Stage.REGISTERED:
         return Provisioned(business, None, None)
     services.request_access(business=business, use_case="Provisioned", expected_monthly_volume=0)
     if target == Stage.ACCESS_REQUESTED:
         return Provisioned(business, None, None)
-    services.approve(
+    onboarding.approve(
         business=business,
         billing_model=billing,
         base_fee=base_fee,

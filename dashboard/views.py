@@ -23,7 +23,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from accounts import services
-from accounts.forms import (
+from accounts.models import ApiKey, BillingModel, Business, Environment, Stage
+from billing import onboarding as billing_onboarding
+from billing.models import Invoice, LedgerEntry
+from billing.services import BillingError, account_summary, sandbox_top_up
+from core.api import ApiError
+from dashboard.forms import (
     AdvanceForm,
     ApiKeyForm,
     EnvironmentFilterForm,
@@ -33,10 +38,7 @@ from accounts.forms import (
     SandboxTopUpForm,
     SignupForm,
 )
-from accounts.models import ApiKey, BillingModel, Business, Environment, Stage
-from billing.models import Invoice, LedgerEntry
-from billing.services import BillingError, account_summary, sandbox_top_up
-from config.api import ApiError
+from orders import onboarding as orders_onboarding
 from orders.api import base_url_of
 from orders.inputs import parse_batch
 from orders.models import Batch, Drop
@@ -81,7 +83,7 @@ def signup(request):
         return redirect("dashboard:home")
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        business = services.sign_up(
+        business = billing_onboarding.sign_up(
             business_name=form.cleaned_data["business_name"],
             email=form.cleaned_data["email"],
             password=form.cleaned_data["password"],
@@ -135,7 +137,10 @@ def _checklist(business: Business) -> tuple[list[Step], str | None]:
             approved,
             "Your last request was declined; you may request access again." if rejected else "",
         ),
-        Step("First sandbox order", approved and services.has_accepted_sandbox_order(business)),
+        Step(
+            "First sandbox order",
+            approved and orders_onboarding.has_accepted_sandbox_order(business),
+        ),
         Step("Live requested", business.live_requested_at is not None or is_live),
         Step("Live", is_live),
     ]
@@ -187,7 +192,7 @@ def request_live(request):
     business = request.business
     if request.method == "POST":
         try:
-            services.request_live(business=business)
+            orders_onboarding.request_live(business=business)
         except services.OnboardingError as exc:
             messages.error(request, str(exc))
         else:
@@ -199,7 +204,7 @@ def request_live(request):
         {
             "business": business,
             "Stage": Stage,
-            "has_sandbox_order": services.has_accepted_sandbox_order(business),
+            "has_sandbox_order": orders_onboarding.has_accepted_sandbox_order(business),
         },
     )
 

@@ -29,7 +29,7 @@ PERIOD_SECONDS = {
     "day": 86400,
 }
 _RATE = re.compile(r"([0-9]+)/([a-z]+)\Z")
-MAX_RATE_LIMIT = 10**9 - 1  # see config/throttling.py: the counter packs hits under 10**9
+MAX_RATE_LIMIT = 10**9 - 1  # see core/throttling.py: the counter packs hits under 10**9
 
 # The same bar as Django's security.W009, so `check --deploy` never warns about a key we accept.
 SECRET_KEY_MIN_LENGTH = 50

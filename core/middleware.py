@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError
 
-from config.api import error_response
-from config.logging import bind_request_id, unbind_request_id
+from core.api import error_response
+from core.logging import bind_request_id, unbind_request_id
 
 log = logging.getLogger("api")
 access_log = logging.getLogger("api.access")
@@ -26,7 +26,7 @@ class RequestIdMiddleware:
     """Echo the caller's X-Request-Id when it is sane, else mint one; always send it back.
 
     The id is also bound to every log record written while the request is served
-    (config/logging.py), and each API request ends with one access log line.
+    (core/logging.py), and each API request ends with one access log line.
     """
 
     def __init__(self, get_response):
@@ -147,7 +147,7 @@ def database_unavailable(exc: BaseException | None) -> bool:
         return True
     if isinstance(exc, DatabaseError):
         exc = exc.__cause__  # Django wraps the driver's error; the driver's says what happened
-    # Unwrapped too: the batch's COPY (orders/writes.py) talks to psycopg's cursor directly.
+    # Unwrapped too: the batch's COPY (core/writes.py) talks to psycopg's cursor directly.
     if not isinstance(exc, psycopg.Error):
         return False
     if isinstance(exc, psycopg.InterfaceError):

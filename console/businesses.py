@@ -14,9 +14,10 @@ from django.urls import path, reverse
 
 from accounts import services
 from accounts.models import ApiKey, BillingModel, Business, Environment, Membership, Stage
-from billing.admin import GatedActionsAdmin
+from billing import onboarding
 from billing.models import EntryKind
 from billing.services import BillingError, post_wallet_entry
+from core.admin import GatedActionsAdmin
 
 
 class ApproveForm(forms.Form):
@@ -154,7 +155,7 @@ class BusinessAdmin(admin.ModelAdmin):
         form = ApproveForm(request.POST or None, initial={"billing_model": business.billing_model})
         if request.method == "POST" and form.is_valid():
             try:
-                services.approve(business=business, actor=request.user, **form.cleaned_data)
+                onboarding.approve(business=business, actor=request.user, **form.cleaned_data)
             except services.OnboardingError as exc:
                 messages.error(request, str(exc))
             else:

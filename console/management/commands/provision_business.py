@@ -5,7 +5,7 @@ from decimal import Decimal, InvalidOperation
 import orjson
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.provisioning import STAGES, provision_business
+from console.provisioning import STAGES, provision_business
 
 
 def _money(value: str) -> Decimal:

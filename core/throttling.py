@@ -9,7 +9,7 @@ RateLimit-Limit/-Remaining/-Reset. Calls that fail authentication are not counte
 DRF's SimpleRateThrottle keeps a list of timestamps with cache get() and set(), so two
 processes counting at once lose hits. Here cache.add() opens a window and cache.incr()
 counts in it: atomic on Redis and memcached, and on the default database cache through
-config.cache.DatabaseCache (Django's own incr() there is a get() then a set()).
+core.cache.DatabaseCache (Django's own incr() there is a get() then a set()).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.throttling import BaseThrottle
 
-from config.strict_env import parse_rate
+from core.strict_env import parse_rate
 
 # The setting that holds each scope's rate; a view picks its scope with `throttle_scope`.
 RATE_SETTINGS = {"default": "RATE_LIMIT_DEFAULT", "bulk": "RATE_LIMIT_BULK"}
