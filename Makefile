@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench lint format setup browser-deps clean
+.PHONY: run test bench lint format setup browser-deps test-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,8 @@ run: $(STAMP)
 	@echo "Service:     http://$(HOST):$(PORT)/  (API under /api/v1, operator console /admin/)"
 	$(VENV)/bin/gunicorn -c gunicorn.conf.py config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
-## make test: the whole suite on a throwaway PostgreSQL (started and removed by the suite).
-test: $(STAMP) browser-deps
+## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite).
+test: $(STAMP) test-deps
 	$(VENV)/bin/pytest
 
 ## make bench: figures on PostgreSQL + gunicorn; never run as tests.
@@ -36,6 +36,11 @@ bench: $(STAMP)
 
 browser-deps:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# What the suite runs besides PostgreSQL: chromium for the browser tests, redis-server for the
+# counters' Redis store (CACHE_URL=redis://); each installed only if missing.
+test-deps: browser-deps
+	@test -x /usr/bin/redis-server || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -10,8 +10,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
-from accounts.models import ApiKey, Business, Environment
-from core.api import ApiError
+from accounts.models import ApiKey, Business
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -24,10 +23,6 @@ class KeyPrincipal:
     environment: str
     key: ApiKey
     is_authenticated: bool = True
-
-    @property
-    def pk(self) -> int:  # DRF throttles key their caches on the user's pk
-        return self.key.pk
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -52,18 +47,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         # The digest was found through a unique index; compare in constant time anyway.
         if key is None or not hmac.compare_digest(key.digest, digest):
             raise exceptions.AuthenticationFailed("The API key is unknown or revoked.")
+        # Whether this account may call at all is for the permission classes
+        # (accounts.permissions): authentication only says who is calling.
         environment = ENVIRONMENT_OF_MARKER[token[:9]]
-        business = key.business
-        if business.is_suspended:
-            raise ApiError(403, "ACCOUNT_SUSPENDED", "This account is suspended.")
-        if environment == Environment.LIVE and not business.is_live:
-            raise ApiError(
-                403, "LIVE_ACCESS_DISABLED", "Live access is not enabled for this account."
-            )
-        if not business.can_use_sandbox:
-            raise ApiError(403, "ACCOUNT_SUSPENDED", "This account has no API access.")
         self._touch(key)
-        principal = KeyPrincipal(business=business, environment=environment, key=key)
+        principal = KeyPrincipal(business=key.business, environment=environment, key=key)
         return principal, principal
 
     def authenticate_header(self, request):

@@ -1,4 +1,4 @@
-"""Failed-login throttling per client address and per username from it, counted in the cache."""
+"""Failed-login throttling per client address and per username from it, in shared counters."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import hashlib
 import ipaddress
 
 from django.conf import settings
-from django.core.cache import cache
+
+from core import counters
 
 # Per username from one address: a guesser at one account is stopped long before a password
 # of any strength falls, and a user's own typos elsewhere don't lock them out here.
@@ -23,7 +24,7 @@ USERNAME = "username"
 
 
 def _hashed(kind: str, raw: str) -> str:
-    # Hashed so an odd username can never make an invalid (or colliding) cache key.
+    # Hashed so an odd username can never make an invalid (or colliding) counter key.
     return f"login-failures:{kind}:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -75,12 +76,12 @@ def client_address(request) -> str:
 
 
 def locked_out_by(username: str, address: str) -> str | None:
-    """ADDRESS or USERNAME if that limit is reached, else None: one cache read, no hashing."""
+    """ADDRESS or USERNAME if that limit is reached, else None: one read, no hashing."""
     address_key = _address_key(address)
     keys = [address_key]
     if username:
         keys.append(_username_key(username, address))
-    counts = cache.get_many(keys)
+    counts = counters.live_hits(keys)
     if counts.get(address_key, 0) >= MAX_FAILED_LOGINS_PER_ADDRESS:
         return ADDRESS
     if username and counts.get(keys[1], 0) >= MAX_FAILED_LOGINS:
@@ -90,11 +91,7 @@ def locked_out_by(username: str, address: str) -> str | None:
 
 def _count(key: str) -> None:
     """Count one failure; the window starts at the first failure and is not extended."""
-    cache.add(key, 0, timeout=WINDOW_SECONDS)
-    try:
-        cache.incr(key)
-    except ValueError:  # expired between add() and incr()
-        cache.set(key, 1, timeout=WINDOW_SECONDS)
+    counters.count(key, WINDOW_SECONDS)
 
 
 def record_failure(username: str, address: str) -> None:
@@ -109,4 +106,4 @@ def clear_failures(username: str, address: str) -> None:
     The address count stays: otherwise a guesser with one account of their own could sign in
     between guesses and never reach the address limit.
     """
-    cache.delete(_username_key(username, address))
+    counters.forget(_username_key(username, address))

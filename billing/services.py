@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from accounts.models import BillingModel, Business
 from billing.models import (
@@ -34,6 +35,13 @@ def lock_account(*, business: Business, environment: str) -> Wallet:
     return Wallet.objects.select_for_update().get(business=business, environment=environment)
 
 
+def read_balance(*, business: Business, environment: str) -> Decimal:
+    """The wallet's balance now, without a lock: a snapshot to decide against."""
+    return Wallet.objects.values_list("balance", flat=True).get(
+        business=business, environment=environment
+    )
+
+
 def price_for(plan: PricingPlan, km: float) -> Decimal:
     """base_fee + per_km_fee × max(0, km − included_km), rounded half-up to cents."""
     # repr() gives the shortest decimal that round-trips the float, so no binary noise.
@@ -46,9 +54,45 @@ def invoice_period(moment: datetime) -> str:
     return moment.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m")
 
 
+@dataclass(frozen=True, slots=True)
+class Movement:
+    """One ledger entry to append: signed amount, what it is for, who made it."""
+
+    kind: str
+    amount: Decimal
+    drop_id: object = None
+    actor_id: int | None = None
+    note: str = ""
+
+
+LEDGER_FIELDS = (
+    "wallet_id", "kind", "amount", "balance_after", "drop_id", "actor_id", "note", "created_at",
+)  # fmt: skip
+
+
+def append_entries(*, wallet: Wallet, movements: list[Movement], at: datetime) -> Decimal:
+    """The one way money moves: append entries with running balances, then set the balance.
+
+    The caller holds the account lock (lock_account). Refuses, writing nothing, if the
+    balance would go below zero at any entry; the database CHECKs say the same.
+    """
+    balance, rows = wallet.balance, []
+    for move in movements:
+        balance += move.amount
+        if balance < 0:
+            raise BillingError(f"The balance would become negative ({balance}).")
+        rows.append(
+            (wallet.pk, move.kind, move.amount, balance, move.drop_id, move.actor_id, move.note, at)
+        )
+    insert_rows(LedgerEntry, LEDGER_FIELDS, rows)
+    Wallet.objects.filter(pk=wallet.pk).update(balance=balance, updated_at=at)
+    wallet.balance = balance
+    return balance
+
+
 @dataclass
 class Till:
-    """Charges one batch's drops on one account, in submission order, then settles in bulk.
+    """Charges one batch's accepted drops on one account, then settles them in bulk.
 
     Opened inside the batch transaction. Opening locks the environment's wallet row
     (SELECT ... FOR UPDATE): a concurrent batch of the same account waits here until we
@@ -61,26 +105,17 @@ class Till:
     environment: str
     wallet: Wallet
     plan: PricingPlan
-    remaining: Decimal
     charges: list[tuple[object, Decimal]] = field(default_factory=list)
 
     @property
     def is_wallet(self) -> bool:
         return self.business.billing_model == BillingModel.WALLET
 
-    def try_charge(self, price: Decimal) -> bool:
-        """Reserve a drop's price. False when the wallet cannot cover it."""
-        if self.is_wallet:
-            if price > self.remaining:
-                return False
-            self.remaining -= price
-        return True
-
     def record(self, drop_id, price: Decimal) -> None:
         self.charges.append((drop_id, price))
 
     def settle(self, *, at: datetime) -> None:
-        """Write the reserved charges: ledger debits and the balance, or invoice lines."""
+        """Write the recorded charges: ledger debits and the balance, or invoice lines."""
         if not self.charges:
             return
         if self.is_wallet:
@@ -89,17 +124,10 @@ class Till:
             self._accrue_invoice(at)
 
     def _debit_wallet(self, at: datetime) -> None:
-        balance = self.wallet.balance
-        entries = []
-        for drop_id, price in self.charges:
-            balance -= price
-            entries.append(
-                (self.wallet.pk, EntryKind.ORDER_DEBIT, -price, balance, drop_id, "", at)
-            )
-        assert balance == self.remaining >= 0
-        insert_rows(LedgerEntry, LEDGER_FIELDS, entries)
-        Wallet.objects.filter(pk=self.wallet.pk).update(balance=balance, updated_at=at)
-        self.wallet.balance = balance
+        movements = [
+            Movement(EntryKind.ORDER_DEBIT, -price, drop_id) for drop_id, price in self.charges
+        ]
+        append_entries(wallet=self.wallet, movements=movements, at=at)
 
     def _accrue_invoice(self, at: datetime) -> None:
         invoice = open_invoice(business=self.business, environment=self.environment, at=at)
@@ -112,15 +140,12 @@ class Till:
         Invoice.objects.filter(pk=invoice.pk).update(accrued=F("accrued") + total)
 
 
-LEDGER_FIELDS = ("wallet_id", "kind", "amount", "balance_after", "drop_id", "note", "created_at")
-
-
 def open_till(*, business: Business, environment: str) -> Till:
     wallet = lock_account(business=business, environment=environment)
     plan = business.pricing_plan
     if plan is None:
         raise BillingError("The business has no pricing plan.")
-    return Till(business, environment, wallet, plan, wallet.balance)
+    return Till(business, environment, wallet, plan)
 
 
 def open_invoice(*, business: Business, environment: str, at: datetime) -> Invoice:
@@ -154,20 +179,9 @@ def post_wallet_entry(
     if kind == EntryKind.TOP_UP and amount <= 0:
         raise BillingError("A top-up must be positive.")
     wallet = lock_account(business=business, environment=environment)
-    balance = wallet.balance + amount
-    if balance < 0:
-        raise BillingError(f"The balance would become negative ({balance}).")
-    entry = LedgerEntry.objects.create(
-        wallet=wallet,
-        kind=kind,
-        amount=amount,
-        balance_after=balance,
-        actor=actor,
-        note=note,
-        drop=drop,
-    )
-    Wallet.objects.filter(pk=wallet.pk).update(balance=balance)
-    return entry
+    move = Movement(kind, amount, getattr(drop, "pk", None), getattr(actor, "pk", None), note)
+    append_entries(wallet=wallet, movements=[move], at=timezone.now())
+    return wallet.entries.order_by("-id").first()
 
 
 def set_pricing(
@@ -275,22 +289,8 @@ def refund_drops(*, business: Business, environment: str, drops: list, at: datet
         return
     if business.billing_model == BillingModel.WALLET:
         wallet = lock_account(business=business, environment=environment)
-        balance = wallet.balance
-        entries = []
-        for drop in charged:
-            balance += drop.price
-            entries.append(
-                LedgerEntry(
-                    wallet_id=wallet.pk,
-                    kind=EntryKind.REFUND,
-                    amount=drop.price,
-                    balance_after=balance,
-                    drop_id=drop.pk,
-                    note="Cancelled",
-                )
-            )
-        LedgerEntry.objects.bulk_create(entries)
-        Wallet.objects.filter(pk=wallet.pk).update(balance=balance, updated_at=at)
+        movements = [Movement(EntryKind.REFUND, d.price, d.pk, note="Cancelled") for d in charged]
+        append_entries(wallet=wallet, movements=movements, at=at)
         return
     # Reverse each accrual on its own invoice while it is open, else on this month's.
     accrued_on = dict(

@@ -4,8 +4,8 @@ from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from billing.api import AccountViewSet
-from config.openapi import DocsView, SchemaView
 from core.handlers import unknown_path
+from core.openapi import DocsView, SchemaView
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
 from tracking.api import SandboxViewSet, TrackingViewSet

@@ -8,9 +8,18 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.strict_env import (
     env_bool,
+    env_cache_url,
+    env_choice,
+    env_database_url,
+    env_decimal,
+    env_float,
     env_int,
+    env_matching,
+    env_origins,
     env_proxy_ssl_header,
     env_rate,
+    env_time_zone,
+    env_url,
     is_secure_secret_key,
 )
 
@@ -35,8 +44,8 @@ elif not DEBUG and (SECRET_KEY == _DEV_SECRET or not is_secure_secret_key(SECRET
     )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-BASE_URL = env.str("BASE_URL", default="").rstrip("/")
+CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS")
+BASE_URL = env_url("BASE_URL", default="")
 
 # HTTPS. DEBUG off means production: secure by default, each switch overridable
 # (docs/deployment.md).
@@ -115,8 +124,10 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+DATABASES = {
+    "default": env_database_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("CONN_MAX_AGE", default=60, minimum=0))
 # A kept connection is checked before a request reuses it, so a database restart costs no
 # failed request once the database is back (DESIGN.md §16).
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
@@ -126,13 +137,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("server_side_binding", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Shared by every app process: rate limits and the login throttle count here. The default is
-# a table in the main database (created by accounts' migration 0003); Redis also works.
-CACHES = {"default": env.cache("CACHE_URL", default="dbcache://django_cache")}
-if CACHES["default"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache":
-    CACHES["default"]["BACKEND"] = "core.cache.DatabaseCache"  # its incr() is atomic
-    # Past MAX_ENTRIES the table is culled, live counters too: keep room for every active key.
-    CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 100_000)
+# Shared by every app process. Rate limits and the login throttle count in Redis when this is
+# redis://…, else in the database's core_rate_counter table (core/counters.py); the default is
+# a cache table in the main database (created by accounts' migration 0003).
+CACHES = {"default": env_cache_url("CACHE_URL", default="dbcache://django_cache")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -142,7 +150,7 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = env.str("TIME_ZONE", default="Asia/Phnom_Penh")
+TIME_ZONE = env_time_zone("TIME_ZONE", default="Asia/Phnom_Penh")
 USE_I18N = False
 USE_TZ = True
 
@@ -166,20 +174,28 @@ WHITENOISE_USE_FINDERS = DEBUG
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 
 # --- The product's own settings (DESIGN.md §4, §7, §8, §10) ---
-SERVICE_COUNTRY = env.str("SERVICE_COUNTRY", default="KH")
-CURRENCY = env.str("CURRENCY", default="USD")
-SANDBOX_STARTING_BALANCE = Decimal(env.str("SANDBOX_STARTING_BALANCE", default="100.00"))
-MAX_BODY_BYTES = env.int("MAX_BODY_BYTES", default=10 * 1024 * 1024)
-MAX_DROPS_PER_BATCH = env.int("MAX_DROPS_PER_BATCH", default=5000)
-MAX_TRACKING_IDENTIFIERS = env.int("MAX_TRACKING_IDENTIFIERS", default=1000)
-MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env.int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10)
-IDEMPOTENCY_TTL_HOURS = env.int("IDEMPOTENCY_TTL_HOURS", default=24)
+# Every number, amount and choice goes through core/strict_env.py: a mistyped value stops the
+# start with a message naming the variable, never a silent default.
+SERVICE_COUNTRY = env_matching(
+    "SERVICE_COUNTRY", "KH", r"[A-Z]{2}", "two capital letters (ISO 3166), e.g. KH"
+)
+CURRENCY = env_matching(
+    "CURRENCY", "USD", r"[A-Z]{3}", "three capital letters (ISO 4217), e.g. USD"
+)
+SANDBOX_STARTING_BALANCE = env_decimal(
+    "SANDBOX_STARTING_BALANCE", default="100.00", minimum=Decimal(0), places=2
+)
+MAX_BODY_BYTES = env_int("MAX_BODY_BYTES", default=10 * 1024 * 1024, minimum=1)
+MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
+MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
+MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
+IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).
 RATE_LIMIT_DEFAULT = env_rate("RATE_LIMIT_DEFAULT", default="1200/minute")
 RATE_LIMIT_BULK = env_rate("RATE_LIMIT_BULK", default="120/minute")
-GEOCODER = env.str("GEOCODER", default="gazetteer")  # "gazetteer" or "nominatim"
-NOMINATIM_URL = env.str("NOMINATIM_URL", default="https://nominatim.openstreetmap.org")
-NOMINATIM_TIMEOUT_SECONDS = env.float("NOMINATIM_TIMEOUT_SECONDS", default=3.0)
+GEOCODER = env_choice("GEOCODER", default="gazetteer", choices=("gazetteer", "nominatim"))
+NOMINATIM_URL = env_url("NOMINATIM_URL", default="https://nominatim.openstreetmap.org")
+NOMINATIM_TIMEOUT_SECONDS = env_float("NOMINATIM_TIMEOUT_SECONDS", default=3.0, above=0)
 NOMINATIM_USER_AGENT = env.str("NOMINATIM_USER_AGENT", default="delivery-orders/0.1")
 # seed_demo's `admin` superuser: made with this password, or with `admin` when DEBUG is on;
 # with neither, no superuser (DESIGN.md §9).
@@ -194,7 +210,12 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Who may call (accounts/permissions.py); a view adds its own after these.
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "accounts.permissions.AccountIsActive",
+        "accounts.permissions.LiveAccessEnabled",
+    ],
     "DEFAULT_PARSER_CLASSES": ["core.api.JsonParser"],
     "DEFAULT_RENDERER_CLASSES": ["core.api.JsonRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "core.api.AlwaysJson",
@@ -206,7 +227,8 @@ REST_FRAMEWORK = {
     "DEFAULT_METADATA_CLASS": None,
 }
 
-# The OpenAPI schema at /api/v1/schema/ and its docs page (config/openapi.py); the page's
+# The OpenAPI schema at /api/v1/schema/ and its docs page (core/openapi.py; each app
+# documents its own endpoints in its schema.py); the page's
 # assets come from drf-spectacular-sidecar's static files, never from a CDN.
 SPECTACULAR_SETTINGS = {
     "TITLE": "Delivery Orders API",
@@ -219,18 +241,19 @@ SPECTACULAR_SETTINGS = {
     "ENUM_ADD_EXPLICIT_BLANK_NULL_CHOICE": False,
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "ENUM_NAME_OVERRIDES": {
-        "FailureReason": "config.openapi.FAILURE_REASONS",
-        "DropStatus": "config.openapi.DROP_STATUSES",
-        "BatchStatus": "config.openapi.BATCH_STATUSES",
-        "Environment": "config.openapi.ENVIRONMENTS",
-        "BillingModel": "config.openapi.BILLING_MODELS",
-        "InvoiceStatus": "config.openapi.INVOICE_STATUSES",
-        "AdvanceTarget": "config.openapi.ADVANCE_TARGET_VALUES",
-        "Weekday": "config.openapi.WEEKDAYS",
+        "FailureReason": "orders.schema.FAILURE_REASONS",
+        "DropStatus": "orders.schema.DROP_STATUSES",
+        "BatchStatus": "orders.schema.BATCH_STATUSES",
+        "Environment": "accounts.schema.ENVIRONMENTS",
+        "BillingModel": "accounts.schema.BILLING_MODELS",
+        "InvoiceStatus": "billing.schema.INVOICE_STATUSES",
+        "AdvanceTarget": "tracking.inputs.ADVANCE_TARGET_VALUES",
+        "Weekday": "geo.schema.WEEKDAYS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.openapi.describe_api",
+        "core.openapi.describe_api",
+        "orders.schema.describe_address",
     ],
 }
 
@@ -248,6 +271,11 @@ LOGGING = {
             "filters": ["request_id"],
         }
     },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice(
+            "LOG_LEVEL", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        ),
+    },
     "loggers": {"django.request": {"level": "ERROR"}},
 }

@@ -147,6 +147,21 @@ class BusinessAdmin(admin.ModelAdmin):
             readonly += PRICING_FIELDS  # pricing is set by whoever may approve
         return readonly
 
+    def _form_page(self, request, business, form, title: str, submit: str):
+        """The page of one operator move that needs a form (approve, wallet entry)."""
+        return TemplateResponse(
+            request,
+            "admin/accounts/business/action_form.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "original": business,
+                "form": form,
+                "title": title,
+                "submit": submit,
+            },
+        )
+
     def _back(self, business):
         return redirect(reverse("admin:accounts_business_change", args=[business.pk]))
 
@@ -161,18 +176,7 @@ class BusinessAdmin(admin.ModelAdmin):
             else:
                 messages.success(request, f"{business} approved; the sandbox wallet was credited.")
                 return self._back(business)
-        return TemplateResponse(
-            request,
-            "admin/accounts/business/action_form.html",
-            {
-                **self.admin_site.each_context(request),
-                "opts": self.model._meta,
-                "original": business,
-                "form": form,
-                "title": f"Approve {business}",
-                "submit": "Approve",
-            },
-        )
+        return self._form_page(request, business, form, f"Approve {business}", "Approve")
 
     def wallet_view(self, request, pk):
         business = self._business(request, pk, "adjust_wallet")
@@ -185,17 +189,8 @@ class BusinessAdmin(admin.ModelAdmin):
             else:
                 messages.success(request, "The ledger entry was recorded.")
                 return self._back(business)
-        return TemplateResponse(
-            request,
-            "admin/accounts/business/action_form.html",
-            {
-                **self.admin_site.each_context(request),
-                "opts": self.model._meta,
-                "original": business,
-                "form": form,
-                "title": f"Wallet entry for {business}",
-                "submit": "Record entry",
-            },
+        return self._form_page(
+            request, business, form, f"Wallet entry for {business}", "Record entry"
         )
 
     # move -> (service, the permission it needs)

@@ -60,9 +60,6 @@ class DeliveryEventInline(admin.TabularInline):
         return False
 
 
-S = DropStatus
-
-
 class AssignDriverForm(forms.Form):
     driver = forms.ModelChoiceField(queryset=Driver.objects.filter(active=True))
 
@@ -99,7 +96,7 @@ def _dispatch_actions(drop_ids_of):
         if form.is_valid():
             result = move_drops_as_operator(
                 drop_ids=drop_ids_of(queryset),
-                to=S.ASSIGNED,
+                to=DropStatus.ASSIGNED,
                 actor=_actor(request),
                 driver=form.cleaned_data["driver"],
             )
@@ -123,11 +120,11 @@ def _dispatch_actions(drop_ids_of):
     )(assign_driver)
     return [
         assign_driver,
-        mover(S.PICKED_UP, "picked up", "Mark picked up"),
-        mover(S.DELIVERED, "delivered", "Mark delivered"),
-        mover(S.FAILED, "failed", "Mark failed"),
+        mover(DropStatus.PICKED_UP, "picked up", "Mark picked up"),
+        mover(DropStatus.DELIVERED, "delivered", "Mark delivered"),
+        mover(DropStatus.FAILED, "failed", "Mark failed"),
         mover(
-            S.CANCELLED,
+            DropStatus.CANCELLED,
             "cancelled (refunded)",
             "Cancel (refund or reverse the charge)",
             permission="cancel",

@@ -7,9 +7,14 @@ the variable and what it accepts.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import re
+import zoneinfo
+from decimal import Decimal
 
+import environ
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -29,7 +34,7 @@ PERIOD_SECONDS = {
     "day": 86400,
 }
 _RATE = re.compile(r"([0-9]+)/([a-z]+)\Z")
-MAX_RATE_LIMIT = 10**9 - 1  # see core/throttling.py: the counter packs hits under 10**9
+MAX_RATE_LIMIT = 10**9 - 1  # a sanity bound: no real limit comes near it
 
 # The same bar as Django's security.W009, so `check --deploy` never warns about a key we accept.
 SECRET_KEY_MIN_LENGTH = 50
@@ -53,17 +58,145 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r}: use true or false.")
 
 
+# ASCII digits only: int() and Decimal() also read "١٠" and "1_000".
+_WHOLE = re.compile(r"[+-]?[0-9]+\Z")
+_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?\Z")
+
+
 def env_int(name: str, default: int, minimum: int | None = None) -> int:
     raw = _raw(name)
     if raw is None:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r}: must be a whole number.") from None
+    if not _WHOLE.match(raw):
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be a whole number.")
+    value = int(raw)
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={raw!r}: must be at least {minimum}.")
     return value
+
+
+def env_float(name: str, default: float, above: float | None = None) -> float:
+    """A number such as 3 or 2.5; `above` is an exclusive bound (0: positive)."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if not _NUMBER.match(raw):
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be a number, e.g. {default}.")
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r}: too large.")
+    if above is not None and value <= above:
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be more than {above}.")
+    return value
+
+
+def env_decimal(
+    name: str, default: str, minimum: Decimal | None = None, places: int | None = None
+) -> Decimal:
+    """An exact amount such as 100 or 100.50; with `places`, at most that many decimals."""
+    raw = _raw(name)
+    if raw is None:
+        value = Decimal(default)
+    elif not _NUMBER.match(raw):
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be a decimal number, e.g. {default}.")
+    else:
+        value = Decimal(raw)
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be at least {minimum}.")
+    if places is not None:
+        if -value.as_tuple().exponent > places:
+            raise ImproperlyConfigured(f"{name}={raw!r}: at most {places} decimal places.")
+        value = value.quantize(Decimal(1).scaleb(-places))
+    return value
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of `choices`, in any case; returned as spelled in `choices`."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    by_lower = {choice.lower(): choice for choice in choices}
+    if raw.lower() in by_lower:
+        return by_lower[raw.lower()]
+    close = difflib.get_close_matches(raw.lower(), by_lower, n=1)
+    hint = f" (did you mean {by_lower[close[0]]}?)" if close else ""
+    raise ImproperlyConfigured(f"{name}={raw!r}: use one of {', '.join(choices)}{hint}.")
+
+
+def env_matching(name: str, default: str, pattern: str, what: str) -> str:
+    """A code with a fixed shape, e.g. `[A-Z]{3}` for a currency; `what` says it in words."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if not re.fullmatch(pattern, raw):
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be {what}.")
+    return raw
+
+
+_URL = re.compile(r"https?://[^/\s?#]+(/[^\s]*)?\Z")
+_ORIGIN = re.compile(r"https?://[^/\s?#]+\Z")
+
+
+def env_url(name: str, default: str) -> str:
+    """An http(s) URL without its trailing slash; unset means the default (may be empty)."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if not _URL.match(raw):
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be an http(s) URL, e.g. https://host.")
+    return raw.rstrip("/")
+
+
+def env_origins(name: str) -> list[str]:
+    """Comma-separated `scheme://host[:port]`, as Django compares a request's Origin."""
+    raw = _raw(name)
+    if raw is None:
+        return []
+    origins = [origin.strip() for origin in raw.split(",") if origin.strip()]
+    for origin in origins:
+        if not _ORIGIN.match(origin):
+            raise ImproperlyConfigured(
+                f"{name}: {origin!r} is not an origin; use https://host (no path)."
+            )
+    return origins
+
+
+def env_time_zone(name: str, default: str) -> str:
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        zoneinfo.ZoneInfo(raw)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: not a time zone; use an IANA name such as Asia/Phnom_Penh."
+        ) from None
+    return raw
+
+
+# URLs carry passwords: their errors name the variable and the scheme, never the value.
+DATABASE_SCHEMES = ("postgres", "postgresql", "sqlite")
+CACHE_SCHEMES = ("dbcache", "redis", "rediss", "locmemcache", "dummycache", "filecache")
+
+
+def _scheme(name: str, url: str, schemes: tuple[str, ...]) -> None:
+    scheme = url.partition("://")[0] if "://" in url else ""
+    if scheme not in schemes:
+        raise ImproperlyConfigured(
+            f"{name}: unknown scheme {scheme!r}; use one of {', '.join(schemes)} (<scheme>://…)."
+        )
+
+
+def env_database_url(name: str, default: str) -> dict:
+    url = _raw(name) or default
+    _scheme(name, url, DATABASE_SCHEMES)
+    return environ.Env.db_url_config(url)
+
+
+def env_cache_url(name: str, default: str) -> dict:
+    url = _raw(name) or default
+    _scheme(name, url, CACHE_SCHEMES)
+    return environ.Env.cache_url_config(url)
 
 
 def parse_rate(text: str, name: str = "rate") -> tuple[int, int]:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
 
-import orjson
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -27,7 +26,6 @@ from accounts.models import ApiKey, BillingModel, Business, Environment, Stage
 from billing import onboarding as billing_onboarding
 from billing.models import Invoice, LedgerEntry
 from billing.services import BillingError, account_summary, sandbox_top_up
-from core.api import ApiError
 from dashboard.forms import (
     AdvanceForm,
     ApiKeyForm,
@@ -40,6 +38,7 @@ from dashboard.forms import (
 )
 from orders import onboarding as orders_onboarding
 from orders.api import base_url_of
+from orders.errors import BatchRefused
 from orders.inputs import parse_batch
 from orders.models import Batch, Drop
 from orders.selectors import batch_detail
@@ -458,23 +457,21 @@ def sandbox_send_sample(request):
     if refused := _refuse_without_sandbox(request):
         return refused
     try:
-        outcome = create_batch(
+        result = create_batch(
             business=request.business,
             environment=Environment.SANDBOX,
             idempotency_key=uuid.uuid4(),
             batch=parse_batch(sample_batch_body(uuid.uuid4().hex[:8])),
             base_url=base_url_of(request),
         )
-    except (ApiError, BillingError) as exc:
-        messages.error(request, f"The sample batch was not sent: {getattr(exc, 'message', exc)}")
+    except (BatchRefused, BillingError) as exc:
+        messages.error(request, f"The sample batch was not sent: {exc}")
         return _sandbox_page(request, advance_form=AdvanceForm(), status=400)
-    data = orjson.loads(outcome.body)["data"]
-    counts = data["counts"]
     messages.success(
         request,
-        f"Sample batch sent: {counts['accepted']} accepted, {counts['rejected']} rejected.",
+        f"Sample batch sent: {result.accepted} accepted, {result.rejected} rejected.",
     )
-    return redirect("dashboard:batch", pk=data["batch_id"])
+    return redirect("dashboard:batch", pk=result.batch_id)
 
 
 @require_POST

@@ -8,9 +8,10 @@ from django.conf import settings
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
-from config.openapi import BATCH, BULK
 from core.api import ApiError, envelope, json_body, json_response
+from orders.errors import BatchRefused
 from orders.inputs import idempotency_key_from, parse_batch
+from orders.schema import BATCH, BULK
 from orders.selectors import batch_detail
 from orders.services import create_batch
 
@@ -28,15 +29,18 @@ class OrderViewSet(viewsets.ViewSet):
     def bulk(self, request):
         key = idempotency_key_from(request)
         batch_in = parse_batch(json_body(request))
-        outcome = create_batch(
-            business=request.auth.business,
-            environment=request.auth.environment,
-            idempotency_key=key,
-            batch=batch_in,
-            base_url=base_url_of(request),
-        )
-        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else {}
-        return json_response(outcome.body, 200, headers)
+        try:
+            result = create_batch(
+                business=request.auth.business,
+                environment=request.auth.environment,
+                idempotency_key=key,
+                batch=batch_in,
+                base_url=base_url_of(request),
+            )
+        except BatchRefused as refused:
+            raise ApiError(409, refused.code, refused.message) from refused
+        headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
+        return json_response(result.body, 200, headers)
 
 
 class BatchViewSet(viewsets.ViewSet):

@@ -11,14 +11,19 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from enum import IntEnum
 from functools import lru_cache
 from typing import Any
 
 import phonenumbers
 
+from billing.models import PricingPlan
+from billing.services import price_for
 from geo.geocoders import Pin, address_key
-from orders.inputs import Place
+from geo.geometry import haversine_km
+from geo.services import Coverage
+from orders.inputs import BatchIn, DropIn, Place
 
 
 class Reason(IntEnum):
@@ -130,3 +135,127 @@ def pickup_time_reason(
     if not is_open:
         return Reason.OUTSIDE_OPERATING_HOURS
     return None
+
+
+# --- The whole batch: every drop's decision, before anything is written ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AccountState:
+    """What rules 4–8 read: coverage, and the account's plan, balance and taken ids.
+
+    A snapshot read without a lock (a quote), or read again under the account lock just
+    before writing (a batch): decide_batch() takes it as a value and asks for nothing else.
+    """
+
+    coverage: Coverage
+    plan: PricingPlan
+    charges_wallet: bool
+    balance: Decimal
+    taken: frozenset[str]  # this batch's client_order_ids already held by active drops
+
+
+@dataclass(slots=True)
+class DropDecision:
+    """One drop, as decided: `reason` None means accepted at `price`."""
+
+    group: int  # index of its pickup group
+    drop: DropIn
+    pickup: Located
+    located: Located
+    reason: Reason | None = None
+    side: str = ""  # "pickup" or "drop": whose rule failed, for the message
+    price: Decimal | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.reason is None
+
+    @property
+    def message(self) -> str:
+        return MESSAGES[self.reason, self.side]
+
+
+@dataclass(slots=True)
+class Decisions:
+    """Every drop of a batch in submission order, and the state they were decided against."""
+
+    batch: BatchIn
+    drops: list[DropDecision]
+    state: AccountState
+
+    @property
+    def accepted(self) -> list[DropDecision]:
+        return [d for d in self.drops if d.accepted]
+
+
+def decide_batch(
+    batch: BatchIn, pins: dict[str, Pin | None], state: AccountState, now: datetime
+) -> Decisions:
+    """Rules 1–8 of DESIGN.md §4 for every drop, in submission order; no query, no write."""
+    groups = batch.groups
+    pickups = [locate(g.pickup.place, g.pickup.phone, pins) for g in groups]
+    drops = [[locate(d.place, d.phone, pins) for d in g.drops] for g in groups]
+    _check_coverage(state.coverage, pickups, drops, groups, now)
+    decided = []
+    for index, (group, pickup, located_drops) in enumerate(
+        zip(groups, pickups, drops, strict=True)
+    ):
+        for drop, located in zip(group.drops, located_drops, strict=True):
+            reason, side = _first_failure(pickup, located)
+            decided.append(DropDecision(index, drop, pickup, located, reason, side))
+    return decide_charges(Decisions(batch, decided, state), state)
+
+
+def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
+    """Rules 7–8, again from scratch against `state`: duplicates, then price and balance.
+
+    Drops are priced and charged in submission order; an earlier accepted drop of the same
+    batch takes its client_order_id, and the balance never goes below zero.
+    """
+    remaining = state.balance
+    accepted_ids: set[str] = set()
+    for decision in decisions.drops:
+        if decision.reason is not None and decision.reason < Reason.DUPLICATE_CLIENT_ORDER_ID:
+            continue
+        decision.reason, decision.side, decision.price = None, "", None
+        client_order_id = decision.drop.client_order_id
+        if client_order_id in state.taken or client_order_id in accepted_ids:
+            decision.reason, decision.side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
+            continue
+        price = price_for(state.plan, haversine_km(*decision.pickup.pin, *decision.located.pin))
+        if state.charges_wallet and price > remaining:
+            decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"
+            continue
+        if state.charges_wallet:
+            remaining -= price
+        decision.price = price
+        accepted_ids.add(client_order_id)
+    decisions.state = state
+    return decisions
+
+
+def _check_coverage(coverage: Coverage, pickups, drops, groups, now: datetime) -> None:
+    """Reasons 4–6: outside every active area; pickup time in the past or out of hours."""
+    placed = [x for x in pickups if x.reason is None]
+    placed += [x for group in drops for x in group if x.reason is None]
+    where = coverage.locate([x.pin[0] for x in placed], [x.pin[1] for x in placed])
+    for located, areas in zip(placed, where, strict=True):
+        located.areas = areas
+        if not areas:
+            located.reason = Reason.OUT_OF_SERVICE_AREA
+    for group, pickup in zip(groups, pickups, strict=True):
+        if pickup.reason is None:
+            when = group.pickup.scheduled_at or now
+            pickup.reason = pickup_time_reason(
+                group.pickup.scheduled_at, now, coverage.is_open(pickup.areas, when)
+            )
+
+
+def _first_failure(pickup: Located, drop: Located) -> tuple[Reason | None, str]:
+    """The earlier of the pickup's and the drop's first failing rule."""
+    if pickup.reason is None and drop.reason is None:
+        return None, ""
+    if drop.reason is None or (pickup.reason is not None and pickup.reason <= drop.reason):
+        return pickup.reason, "pickup"
+    return drop.reason, "drop"

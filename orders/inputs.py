@@ -68,10 +68,6 @@ class BatchIn:
     groups: list[GroupIn]
     fingerprint: str
 
-    @property
-    def drop_count(self) -> int:
-        return sum(len(g.drops) for g in self.groups)
-
 
 def fingerprint_of(body: Any) -> str:
     """SHA-256 of the parsed JSON with sorted keys: key order and whitespace don't count."""

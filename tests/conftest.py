@@ -6,7 +6,7 @@ import pytest
 
 from tests.pgcluster import PostgresCluster
 
-pytest_plugins = ["tests.fixtures"]
+pytest_plugins = ["tests.fixtures", "tests.redis_server"]
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connection
@@ -87,3 +88,19 @@ def run_concurrently(n: int, work) -> list:
     with ThreadPoolExecutor(max_workers=n) as pool:
         futures = [pool.submit(one, i) for i in range(n)]
         return [f.result(timeout=CONCURRENCY_WAIT_SECONDS * 2) for f in futures]
+
+
+def in_own_connection(work):
+    """work() on a thread of its own: its database connection is closed when it is done."""
+    try:
+        return work()
+    finally:
+        connection.close()
+
+
+def wait_until(condition, seconds: float = CONCURRENCY_WAIT_SECONDS) -> None:
+    """Poll `condition` until it holds; fail the test past `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)

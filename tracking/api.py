@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.settings import api_settings
 
-from accounts.models import Environment
-from config.openapi import ADVANCE, CANCEL, TRACKING
-from core.api import ApiError, envelope, json_body, validation_error
-from tracking.inputs import parse_identifiers
-from tracking.lifecycle import ADVANCE_TARGETS
+from accounts.permissions import SandboxKeyOnly
+from core.api import envelope, json_body
+from tracking.inputs import AdvanceRequest, IdentifiersRequest
+from tracking.schema import ADVANCE, CANCEL, TRACKING
 from tracking.selectors import track_drops
 from tracking.services import advance_sandbox_orders, cancel_orders
 
@@ -18,7 +18,7 @@ class TrackingViewSet(viewsets.ViewSet):
     @TRACKING
     @action(detail=False, methods=["post"])
     def tracking(self, request):
-        identifiers = parse_identifiers(json_body(request))
+        identifiers = IdentifiersRequest.parse(json_body(request))["identifiers"]
         orders = track_drops(
             business=request.auth.business,
             environment=request.auth.environment,
@@ -29,7 +29,7 @@ class TrackingViewSet(viewsets.ViewSet):
     @CANCEL
     @action(detail=False, methods=["post"])
     def cancel(self, request):
-        identifiers = parse_identifiers(json_body(request))
+        identifiers = IdentifiersRequest.parse(json_body(request))["identifiers"]
         orders = cancel_orders(
             business=request.auth.business,
             environment=request.auth.environment,
@@ -40,23 +40,13 @@ class TrackingViewSet(viewsets.ViewSet):
 
 
 class SandboxViewSet(viewsets.ViewSet):
+    permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, SandboxKeyOnly]
+
     @ADVANCE
     @action(detail=False, methods=["post"])
     def advance(self, request):
-        if request.auth.environment != Environment.SANDBOX:
-            raise ApiError(403, "SANDBOX_ONLY", "The test driver works with sandbox keys only.")
-        identifiers = parse_identifiers(json_body(request))
-        to = request.data.get("to")
-        if to is not None and (not isinstance(to, str) or to not in ADVANCE_TARGETS):
-            raise validation_error(
-                [
-                    {
-                        "field": "to",
-                        "message": f"Must be one of {', '.join(sorted(ADVANCE_TARGETS))}.",
-                    }
-                ]
-            )
+        body = AdvanceRequest.parse(json_body(request))
         orders = advance_sandbox_orders(
-            business=request.auth.business, identifiers=identifiers, to=to
+            business=request.auth.business, identifiers=body["identifiers"], to=body.get("to")
         )
         return envelope({"orders": orders})

@@ -19,19 +19,32 @@ from django.utils import timezone
 
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
 
-S = DropStatus
 ALLOWED: dict[str, frozenset[str]] = {
-    S.SCHEDULED: frozenset({S.PENDING, S.CANCELLED}),
-    S.PENDING: frozenset({S.ASSIGNED, S.CANCELLED}),
-    S.ASSIGNED: frozenset({S.PICKED_UP, S.CANCELLED}),
-    S.PICKED_UP: frozenset({S.DELIVERED, S.FAILED}),
-    S.DELIVERED: frozenset(),
-    S.FAILED: frozenset(),
-    S.CANCELLED: frozenset(),
+    DropStatus.SCHEDULED: frozenset({DropStatus.PENDING, DropStatus.CANCELLED}),
+    DropStatus.PENDING: frozenset({DropStatus.ASSIGNED, DropStatus.CANCELLED}),
+    DropStatus.ASSIGNED: frozenset({DropStatus.PICKED_UP, DropStatus.CANCELLED}),
+    DropStatus.PICKED_UP: frozenset({DropStatus.DELIVERED, DropStatus.FAILED}),
+    DropStatus.DELIVERED: frozenset(),
+    DropStatus.FAILED: frozenset(),
+    DropStatus.CANCELLED: frozenset(),
 }
-HAPPY_PATH = [S.SCHEDULED, S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
-CANCELLABLE = frozenset({S.SCHEDULED, S.PENDING, S.ASSIGNED})
-ADVANCE_TARGETS = frozenset({S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED, S.FAILED})
+HAPPY_PATH = [
+    DropStatus.SCHEDULED,
+    DropStatus.PENDING,
+    DropStatus.ASSIGNED,
+    DropStatus.PICKED_UP,
+    DropStatus.DELIVERED,
+]
+CANCELLABLE = frozenset({DropStatus.SCHEDULED, DropStatus.PENDING, DropStatus.ASSIGNED})
+ADVANCE_TARGETS = frozenset(
+    {
+        DropStatus.PENDING,
+        DropStatus.ASSIGNED,
+        DropStatus.PICKED_UP,
+        DropStatus.DELIVERED,
+        DropStatus.FAILED,
+    }
+)
 
 Steps = Callable[[str], list[str] | None]
 
@@ -49,16 +62,16 @@ def along_happy_path(target: str | None = None) -> Steps:
     """The sandbox driver: one step forward, or each step up to `target` (FAILED: via PICKED_UP)."""
 
     def steps(current: str) -> list[str] | None:
-        if current not in HAPPY_PATH or current == S.DELIVERED:
+        if current not in HAPPY_PATH or current == DropStatus.DELIVERED:
             return None
         here = HAPPY_PATH.index(current)
         if target is None:
             return [HAPPY_PATH[here + 1]]
-        goal = S.PICKED_UP if target == S.FAILED else target
+        goal = DropStatus.PICKED_UP if target == DropStatus.FAILED else target
         there = HAPPY_PATH.index(goal)
         path = HAPPY_PATH[here + 1 : there + 1]
-        if target == S.FAILED:
-            path.append(S.FAILED)
+        if target == DropStatus.FAILED:
+            path.append(DropStatus.FAILED)
         return path or None
 
     return steps
@@ -95,7 +108,7 @@ def apply_moves(
             result.refused[drop.pk] = drop.status
             continue
         events += [DeliveryEvent(drop_id=drop.pk, status=s, at=at, actor=actor) for s in path]
-        if S.ASSIGNED in path:
+        if DropStatus.ASSIGNED in path:
             assigned_orders.add(drop.order_id)
         drop.status, drop.updated_at = path[-1], at
         by_status[drop.status].append(drop.pk)
@@ -105,7 +118,7 @@ def apply_moves(
     DeliveryEvent.objects.bulk_create(events)
     if driver is not None and assigned_orders:
         Order.objects.filter(pk__in=assigned_orders).update(driver=driver)
-    cancelled = [d for d in result.moved if d.status == S.CANCELLED]
+    cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
     return result

@@ -21,8 +21,6 @@ from tracking.lifecycle import (
 )
 from tracking.selectors import pick_drop_ids, track_drops
 
-S = DropStatus
-
 
 def sandbox_test_driver() -> Driver:
     driver, _ = Driver.objects.get_or_create(
@@ -32,7 +30,9 @@ def sandbox_test_driver() -> Driver:
     return driver
 
 
-def _answer(*, business, environment, identifiers, picked, result: MoveResult, error) -> list[dict]:
+def _entries_after(
+    *, business, environment, identifiers, picked, result: MoveResult, error
+) -> list[dict]:
     """Tracking entries for every distinct identifier, with an error where we could not act."""
     entries = track_drops(business=business, environment=environment, identifiers=identifiers)
     for entry in entries:
@@ -54,13 +54,13 @@ def cancel_orders(
     picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
     result = apply_moves(
         drop_ids=picked.values(),
-        steps=single_step(S.CANCELLED),
+        steps=single_step(DropStatus.CANCELLED),
         actor=actor,
         on_cancel=lambda drops, at: refund_drops(
             business=business, environment=environment, drops=drops, at=at
         ),
     )
-    return _answer(
+    return _entries_after(
         business=business,
         environment=environment,
         identifiers=identifiers,
@@ -89,7 +89,7 @@ def advance_sandbox_orders(
             actor="sandbox test driver",
             driver=driver,
         )
-        return _answer(
+        return _entries_after(
             business=business,
             environment=environment,
             identifiers=identifiers,
@@ -117,7 +117,7 @@ def cancel_drops_as_operator(*, drop_ids: list[UUID], actor: str) -> MoveResult:
             lock_account(business=business, environment=environment)
             result = apply_moves(
                 drop_ids=ids,
-                steps=single_step(S.CANCELLED),
+                steps=single_step(DropStatus.CANCELLED),
                 actor=actor,
                 on_cancel=lambda drops, at, b=business, e=environment: refund_drops(
                     business=b, environment=e, drops=drops, at=at
@@ -132,9 +132,9 @@ def move_drops_as_operator(
     *, drop_ids: list[UUID], to: str, actor: str, driver: Driver | None = None
 ) -> MoveResult:
     """Operator moves from admin: assign (with a driver), picked up, delivered, failed."""
-    if to == S.CANCELLED:
+    if to == DropStatus.CANCELLED:
         return cancel_drops_as_operator(drop_ids=drop_ids, actor=actor)
-    if to == S.ASSIGNED and driver is None:
+    if to == DropStatus.ASSIGNED and driver is None:
         raise ValueError("Assigning needs a driver.")
     return apply_moves(drop_ids=drop_ids, steps=single_step(to), actor=actor, driver=driver)
 
@@ -143,8 +143,10 @@ def dispatch_due_orders(*, now: datetime | None = None) -> MoveResult:
     """Scheduled drops whose pickup time has come start waiting for a driver (PENDING)."""
     now = now or timezone.now()
     due = list(
-        Drop.objects.filter(status=S.SCHEDULED, order__pickup_scheduled_at__lte=now).values_list(
-            "pk", flat=True
-        )
+        Drop.objects.filter(
+            status=DropStatus.SCHEDULED, order__pickup_scheduled_at__lte=now
+        ).values_list("pk", flat=True)
     )
-    return apply_moves(drop_ids=due, steps=single_step(S.PENDING), actor="dispatcher", at=now)
+    return apply_moves(
+        drop_ids=due, steps=single_step(DropStatus.PENDING), actor="dispatcher", at=now
+    )

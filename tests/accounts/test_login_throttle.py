@@ -7,7 +7,6 @@ import pytest
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import MD5PasswordHasher
-from django.core.cache import cache
 from django.test import Client, RequestFactory
 
 from accounts import ratelimit
@@ -20,11 +19,10 @@ ADDRESS_LOCKED = "Too many failed sign-in attempts from your address"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache(db):
-    # The throttle counts in the cache (a database table); each test starts from zero.
-    cache.clear()
-    yield
-    cache.clear()
+def _each_store(db, counter_store):
+    # The throttle counts in core/counters.py: every test runs in the database's table (rolled
+    # back after each test) and again in Redis (emptied around each test).
+    return counter_store
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import uuid
 
 import orjson
 from django.contrib.staticfiles import finders
@@ -82,8 +83,32 @@ def test_bearer_auth_and_headers_are_described():
     bulk = schema["paths"]["/api/v1/orders/bulk"]["post"]
     (key,) = [p for p in bulk["parameters"] if p["name"] == "Idempotency-Key"]
     assert key["in"] == "header" and key["required"] is True
-    assert key["schema"] == {"type": "string", "format": "uuid"}
     assert "Idempotent-Replayed" in bulk["responses"]["200"]["headers"]
+
+
+def test_idempotency_key_is_a_string_with_a_uuid_pattern():
+    # `format: uuid` made openapi-python-client pass a UUID object, which httpx refuses.
+    bulk = served_schema()["paths"]["/api/v1/orders/bulk"]["post"]
+    (key,) = [p for p in bulk["parameters"] if p["name"] == "Idempotency-Key"]
+    assert key["schema"] == {"type": "string", "pattern": key["schema"]["pattern"]}
+    pattern = re.compile(key["schema"]["pattern"])
+    for value in (str(uuid.uuid4()), str(uuid.uuid4()).upper()):
+        assert pattern.fullmatch(value) and uuid.UUID(value)  # the server takes it too
+    for value in ("", "not-a-uuid", str(uuid.uuid4())[:-1], f"{uuid.uuid4()}0"):
+        assert not pattern.fullmatch(value)
+
+
+def test_phones_and_coordinates_of_a_batch_have_types():
+    # Untyped, a generated client typed them Any. Wrong values still reject only their drop.
+    components = served_schema()["components"]["schemas"]
+    for place in ("Pickup", "Recipient"):
+        fields = components[place]["properties"]
+        assert fields["phone"]["type"] == "string"
+        assert "nullable" not in fields["phone"]  # a null phone is never valid
+        for axis in ("lat", "long"):
+            assert fields[axis]["type"] == "number"
+            assert fields[axis]["nullable"] is True  # null counts as absent
+        assert {"phone", "lat", "long"}.isdisjoint(components[place]["required"])
 
 
 def test_error_codes_per_endpoint():

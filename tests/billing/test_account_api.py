@@ -9,7 +9,7 @@ import orjson
 from django.core.management import call_command
 
 from accounts.models import BillingModel, Business
-from tests.billing import assert_ledger_consistent
+from tests.billing.helpers import assert_ledger_consistent
 from tests.factories import SHOP, batch, drop, group
 
 

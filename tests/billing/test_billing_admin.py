@@ -15,7 +15,7 @@ from accounts import services
 from accounts.models import BillingModel, Business, Stage
 from billing import onboarding
 from billing.models import EntryKind, Invoice, InvoiceStatus, LedgerEntry, Wallet
-from tests.billing import assert_ledger_consistent, wallet_of
+from tests.billing.helpers import assert_ledger_consistent, wallet_of
 
 
 def _tenant(business) -> SimpleNamespace:

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from billing.models import EntryKind, Invoice, InvoiceLine, InvoiceStatus, LedgerEntry
 from billing.services import BillingError, invoice_period, mark_invoice_paid
 from orders.models import Drop
-from tests.billing import assert_ledger_consistent, outcomes, prices
+from tests.billing.helpers import assert_ledger_consistent, outcomes, prices
 from tests.factories import SHOP, batch, drop, group, many_drops
 from tests.fixtures import OPEN_HOURS
 

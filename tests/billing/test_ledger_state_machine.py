@@ -30,7 +30,7 @@ from billing.models import Invoice
 from billing.services import price_for, sandbox_top_up
 from console.provisioning import provision_business
 from geo.geometry import haversine_km
-from tests.billing import assert_ledger_consistent, outcomes
+from tests.billing.helpers import assert_ledger_consistent, outcomes
 from tests.factories import SHOP, batch, drop, group
 from tests.fixtures import Api
 

@@ -10,7 +10,7 @@ import time_machine
 from django.urls import reverse
 
 from billing.models import Invoice, InvoiceStatus, LedgerEntry
-from tests.billing import assert_ledger_consistent, wallet_of
+from tests.billing.helpers import assert_ledger_consistent, wallet_of
 from tests.operators import staff_client
 
 pytestmark = pytest.mark.django_db

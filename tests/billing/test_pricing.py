@@ -11,7 +11,7 @@ from billing.models import EntryKind, LedgerEntry, PricingPlan
 from billing.services import price_for
 from geo.geometry import haversine_km
 from orders.models import Drop
-from tests.billing import outcomes, prices, wallet_of
+from tests.billing.helpers import outcomes, prices, wallet_of
 from tests.factories import SHOP, batch, drop, group
 
 # Two pins inside the demo area exactly 0.1° of latitude apart: 6371.0 × π / 1800 km.

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from billing.models import EntryKind, LedgerEntry, Wallet
 from billing.services import BillingError, Till, post_wallet_entry, sandbox_top_up
 from orders.models import Batch, BatchStatus, DeliveryEvent, Drop, DropStatus, Order
-from tests.billing import assert_ledger_consistent, outcomes, prices, wallet_of
+from tests.billing.helpers import assert_ledger_consistent, outcomes, prices, wallet_of
 from tests.factories import SHOP, batch, drop, group, many_drops
 
 # With base 1.00 + 1.00/km: a drop at the shop costs 1.00, at HOME (1.66 km) 2.66,

@@ -14,7 +14,7 @@ import pytest
 from billing.models import EntryKind, Invoice, InvoiceLine, LedgerEntry
 from billing.services import BillingError, post_wallet_entry
 from orders.models import Drop, DropStatus
-from tests.billing import assert_ledger_consistent, outcomes
+from tests.billing.helpers import assert_ledger_consistent, outcomes
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
 from tests.helpers import run_concurrently

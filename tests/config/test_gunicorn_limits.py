@@ -10,7 +10,7 @@ import http.client
 
 import pytest
 
-from tests.reliability import HOST, Reply, serving
+from tests.reliability.gunicorn_server import HOST, Reply, serving
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import os
 import secrets
 import subprocess
 import sys
+from decimal import Decimal
 
 import pytest
 from django.conf import settings
@@ -115,7 +116,7 @@ def test_debug_off_is_secure_by_default():
         "whitenoise.storage.CompressedManifestStaticFilesStorage"
     )
     assert values["WHITENOISE_USE_FINDERS"] is False  # collectstatic's output only
-    assert values["CACHES"]["default"]["BACKEND"] == "core.cache.DatabaseCache"
+    assert values["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
     assert values["CACHES"]["default"]["LOCATION"] == "django_cache"
     assert (values["RATE_LIMIT_DEFAULT"], values["RATE_LIMIT_BULK"]) == (
         "1200/minute",
@@ -216,6 +217,112 @@ def test_refuses_a_bad_value_naming_the_variable(name, value):
     assert f"{name}={value!r}" in error
 
 
+# The three examples: each used to start, with a silent guess.
+
+
+def test_a_negative_batch_size_stops_the_start():
+    error = start_error({**PRODUCTION, "MAX_DROPS_PER_BATCH": "-1"})
+    assert error.endswith("MAX_DROPS_PER_BATCH='-1': must be at least 1.")
+
+
+def test_a_starting_balance_that_is_not_a_decimal_stops_the_start():
+    error = start_error({**PRODUCTION, "SANDBOX_STARTING_BALANCE": "100,00"})
+    assert "SANDBOX_STARTING_BALANCE='100,00': must be a decimal number" in error
+
+
+def test_a_misspelt_geocoder_stops_the_start_instead_of_meaning_the_gazetteer():
+    error = start_error({**PRODUCTION, "GEOCODER": "nominatum"})
+    assert error.endswith(
+        "GEOCODER='nominatum': use one of gazetteer, nominatim (did you mean nominatim?)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MAX_BODY_BYTES", "10MB"),
+        ("MAX_BODY_BYTES", "0"),
+        ("MAX_DROPS_PER_BATCH", "0"),
+        ("MAX_DROPS_PER_BATCH", "5k"),
+        ("MAX_TRACKING_IDENTIFIERS", "0"),
+        ("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", "0"),
+        ("IDEMPOTENCY_TTL_HOURS", "0"),
+        ("IDEMPOTENCY_TTL_HOURS", "1.5"),
+        ("CONN_MAX_AGE", "-1"),
+        ("CONN_MAX_AGE", "1m"),
+        ("TRUSTED_PROXY_COUNT", "1_000"),
+        ("GEOCODE_TTL_DAYS", "٣٠"),  # Arabic-Indic digits: int() reads them, we do not
+        ("NOMINATIM_TIMEOUT_SECONDS", "0"),
+        ("NOMINATIM_TIMEOUT_SECONDS", "-2"),
+        ("NOMINATIM_TIMEOUT_SECONDS", "3s"),
+        ("NOMINATIM_TIMEOUT_SECONDS", "nan"),
+        ("SANDBOX_STARTING_BALANCE", "-5"),
+        ("SANDBOX_STARTING_BALANCE", "1.005"),
+        ("SANDBOX_STARTING_BALANCE", "$100"),
+        ("SANDBOX_STARTING_BALANCE", "1e3"),
+        ("GEOCODER", "google"),
+        ("LOG_LEVEL", "verbose"),
+        ("CURRENCY", "usd"),
+        ("CURRENCY", "DOLLAR"),
+        ("SERVICE_COUNTRY", "KHM"),
+        ("TIME_ZONE", "Asia/Phnom_Pen"),
+        ("BASE_URL", "api.example.com"),
+        ("NOMINATIM_URL", "nominatim.internal:8080"),
+    ],
+)
+def test_refuses_a_mistyped_product_setting_naming_the_variable(name, value):
+    error = start_error({**PRODUCTION, name: value})
+    assert f"{name}={value!r}" in error
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DATABASE_URL", "postgress://delivery:s3cret-password@db.internal/delivery"),
+        ("CACHE_URL", "memcache://cache.internal:11211"),
+        ("CACHE_URL", "redis-cache.internal:6379"),
+        ("CSRF_TRUSTED_ORIGINS", "api.example.com"),
+        ("CSRF_TRUSTED_ORIGINS", "https://api.example.com/dashboard"),
+    ],
+)
+def test_refuses_a_bad_url_naming_the_variable_but_not_its_secrets(name, value):
+    error = start_error({**PRODUCTION, name: value})
+    assert error.split(": ", 1)[1].startswith(f"{name}")
+    assert "s3cret" not in error
+
+
+def test_product_settings_are_read_and_normalised():
+    show = (
+        "from django.conf import settings as s; print(repr((s.SANDBOX_STARTING_BALANCE, "
+        "s.GEOCODER, s.LOGGING['root']['level'], s.NOMINATIM_TIMEOUT_SECONDS, s.BASE_URL, "
+        "s.MAX_DROPS_PER_BATCH, s.CURRENCY, s.CSRF_TRUSTED_ORIGINS)))"
+    )
+    environment = {
+        **PRODUCTION,
+        "SANDBOX_STARTING_BALANCE": "50",
+        "GEOCODER": "Nominatim",
+        "LOG_LEVEL": "warning",
+        "NOMINATIM_TIMEOUT_SECONDS": "2.5",
+        "MAX_DROPS_PER_BATCH": "1",
+        "CURRENCY": "KHR",
+        "CSRF_TRUSTED_ORIGINS": "https://api.example.com, https://*.example.com",
+    }
+    result = run_python(environment, "-c", show)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr(
+        (
+            Decimal("50.00"),
+            "nominatim",
+            "WARNING",
+            2.5,
+            "https://api.example.com",
+            1,
+            "KHR",
+            ["https://api.example.com", "https://*.example.com"],
+        )
+    )
+
+
 # --- the strict helpers -----------------------------------------------------------------------
 
 
@@ -292,3 +399,24 @@ def test_the_health_check_answers_plain_http(db, production_https):
     response = production_https.get("/healthz")
     assert response.status_code == 200
     assert response.content == b"ok"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("0", Decimal("0.00")), ("100", Decimal("100.00")), ("12.5", Decimal("12.50"))],
+)
+def test_env_decimal_keeps_cents_exact(monkeypatch, raw, expected):
+    monkeypatch.setenv("AMOUNT", raw)
+    value = strict_env.env_decimal("AMOUNT", default="1.00", minimum=Decimal(0), places=2)
+    assert value == expected
+    assert str(value) == str(expected)
+
+
+def test_env_choice_suggests_the_nearest_choice(monkeypatch):
+    monkeypatch.setenv("GEOCODER", "gazeteer")
+    with pytest.raises(ImproperlyConfigured, match=r"did you mean gazetteer\?"):
+        strict_env.env_choice("GEOCODER", "gazetteer", ("gazetteer", "nominatim"))
+    monkeypatch.setenv("GEOCODER", "GAZETTEER")
+    assert strict_env.env_choice("GEOCODER", "nominatim", ("gazetteer", "nominatim")) == (
+        "gazetteer"
+    )

@@ -2,6 +2,7 @@
 every counted answer, one counter per key and scope, exact under concurrency.
 
 Limits are lowered per test with the `settings` fixture; the throttle reads them per request.
+Every test runs twice: counting in the database (the default) and in Redis (CACHE_URL=redis://).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from orders.models import Batch
 from tests.factories import batch, drop, group
 from tests.fixtures import OPEN_HOURS
 from tests.helpers import assert_error, run_concurrently
+
+
+@pytest.fixture(autouse=True)
+def _each_store(counter_store):
+    return counter_store
 
 
 @pytest.fixture
@@ -141,7 +147,25 @@ def test_opening_a_window_costs_the_queries_of_counting_in_one(frozen, alice, ap
     assert len(opening) == len(counting)
 
 
-# --- across processes: the database cache counts exactly ----------------------------------
+def test_a_counted_request_costs_one_statement(frozen, alice, api, settings, counter_store):
+    """The upsert opens or counts in one go; with Redis the database is not asked at all."""
+    settings.RATE_LIMIT_DEFAULT = "100/minute"
+    api.get("/account", alice.sandbox_key)  # the key's last_used write, once a minute
+
+    with CaptureQueriesContext(connection) as captured:
+        response = api.get("/account", alice.sandbox_key)
+
+    assert quota(response) == ("100", "98", "60")
+    counting = [q["sql"] for q in captured if "core_rate_counter" in q["sql"]]
+    if counter_store == "database":
+        assert len(counting) == 1
+        assert counting[0].startswith("INSERT INTO") and "ON CONFLICT" in counting[0]
+        assert "RETURNING" in counting[0]
+    else:
+        assert counting == []
+
+
+# --- exact under concurrency: every request counted once, whichever process serves it -----
 
 
 @pytest.mark.django_db(transaction=True)

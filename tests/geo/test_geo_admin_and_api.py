@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from geo.demo import PHNOM_PENH, seed_region
 from geo.geometry import geometry_from_geojson
 from geo.models import OpeningHours, Place, ServiceArea
-from tests.geo import make_area, polygon, square
+from tests.geo.helpers import make_area, polygon, square
 
 KANDAL = polygon(105.00, 11.45, 105.10, 11.70)
 BOWTIE = {

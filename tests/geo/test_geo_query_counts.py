@@ -11,7 +11,7 @@ from geo.geocoders import address_key
 from geo.models import GeocodeResult, Place
 from orders.models import Drop
 from tests.factories import batch, drop, group
-from tests.geo import address_drop, address_pickup_group, count_geocoder_calls, submit
+from tests.geo.helpers import address_drop, address_pickup_group, count_geocoder_calls, submit
 
 DEPOTS = 51  # depot 0 for the one-drop batch, depots 1–50 for the big one
 

@@ -22,7 +22,7 @@ from geo.geocoders import (
 from geo.models import GeocodeResult, Place
 from orders.models import Drop, Order
 from tests.factories import HOME, SHOP, batch, drop, group
-from tests.geo import (
+from tests.geo.helpers import (
     ANGKOR_WAT,
     CENTRAL_MARKET,
     CENTRAL_MARKET_PIN,

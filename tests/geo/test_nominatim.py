@@ -21,7 +21,7 @@ from geo.geocoders import NominatimGeocoder, address_key
 from geo.models import GeocodeResult
 from orders.models import Drop
 from tests.factories import batch, group
-from tests.geo import NOWHERE, ROYAL_PALACE, ROYAL_PALACE_PIN, address_drop, reasons, submit
+from tests.geo.helpers import NOWHERE, ROYAL_PALACE, ROYAL_PALACE_PIN, address_drop, reasons, submit
 
 SLOW_ROAD = {"complete_address": "1 Slow Road", "city": "Phnom Penh", "country": "KH"}
 BROKEN_LANE = {"complete_address": "500 Broken Lane", "city": "Phnom Penh", "country": "KH"}

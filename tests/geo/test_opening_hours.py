@@ -14,7 +14,7 @@ from geo.geometry import geometry_from_geojson
 from geo.services import Area
 from orders.models import Drop, DropStatus, Order
 from tests.factories import batch, drop, group
-from tests.geo import local, make_area, polygon, reasons, submit
+from tests.geo.helpers import local, make_area, polygon, reasons, submit
 
 # 2026-11-22 is a Sunday, 2026-11-23 a Monday, 2026-11-24 a Tuesday.
 KANDAL = polygon(105.00, 11.45, 105.10, 11.70)  # shares the demo area's east edge

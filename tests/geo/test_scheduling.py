@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import batch, drop, group
-from tests.geo import local, reasons, results_by_id, submit
+from tests.geo.helpers import local, reasons, results_by_id, submit
 from tracking.services import dispatch_due_orders
 
 NOW = local(2026, 11, 23, 10, 0)  # where the `clock` fixture starts

@@ -10,7 +10,7 @@ from geo.geometry import geometry_from_geojson, points_within
 from geo.services import Area, Coverage, load_coverage
 from orders.models import Batch, BatchStatus, Drop, Order
 from tests.factories import batch, drop, group
-from tests.geo import (
+from tests.geo.helpers import (
     NOWHERE,
     address_drop,
     address_pickup_group,

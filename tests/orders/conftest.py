@@ -31,9 +31,18 @@ def first_batch_held(monkeypatch):
 
 
 def sessions_waiting_on_a_lock() -> int:
+    return _sessions_where("wait_event_type = 'Lock'")
+
+
+def sessions_in_transaction() -> int:
+    """Sessions holding a transaction open between statements (e.g. a held batch)."""
+    return _sessions_where("state = 'idle in transaction'")
+
+
+def _sessions_where(condition: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            f"WHERE datname = current_database() AND {condition}"
         )
         return cursor.fetchone()[0]

@@ -22,7 +22,12 @@ from billing.models import EntryKind, LedgerEntry, Wallet
 from orders.models import ACTIVE_STATUSES, Batch, Drop, IdempotencyRecord
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
-from tests.orders.conftest import WAIT_SECONDS, sessions_waiting_on_a_lock
+from tests.helpers import in_own_connection, wait_until
+from tests.orders.conftest import (
+    WAIT_SECONDS,
+    sessions_in_transaction,
+    sessions_waiting_on_a_lock,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -180,10 +185,10 @@ def test_a_batch_waiting_on_an_id_that_ends_failed_is_processed_fresh(
     failing = batch(group(drop("F-1", lat=13.4125, long=103.8670)), client_batch_id="B")
     good = batch(group(drop("G-1")), client_batch_id="B")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        first = pool.submit(_own_connection, lambda: Api().bulk(failing, alice.sandbox_key))
-        _wait(lambda: sessions_in_transaction() >= 1)
-        second = pool.submit(_own_connection, lambda: Api().bulk(good, alice.sandbox_key))
-        _wait(lambda: sessions_waiting_on_a_lock() >= 1)
+        first = pool.submit(in_own_connection, lambda: Api().bulk(failing, alice.sandbox_key))
+        wait_until(lambda: sessions_in_transaction() >= 1)
+        second = pool.submit(in_own_connection, lambda: Api().bulk(good, alice.sandbox_key))
+        wait_until(lambda: sessions_waiting_on_a_lock() >= 1)
         first_batch_held.set()
         first, second = first.result(WAIT_SECONDS), second.result(WAIT_SECONDS)
 
@@ -191,26 +196,3 @@ def test_a_batch_waiting_on_an_id_that_ends_failed_is_processed_fresh(
     assert second.status_code == 200, second.content
     assert second.json()["data"]["status"] == "COMPLETED"
     assert Drop.objects.get().client_order_id == "G-1"
-
-
-def sessions_in_transaction() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND state = 'idle in transaction'"
-        )
-        return cursor.fetchone()[0]
-
-
-def _own_connection(work):
-    try:
-        return work()
-    finally:
-        connection.close()
-
-
-def _wait(condition) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)

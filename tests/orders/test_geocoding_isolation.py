@@ -11,14 +11,19 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
 
 from geo.models import GeocodeResult
 from orders.models import Drop
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
 from tests.geo.test_nominatim import SLOW_ROAD, FakeNominatim
-from tests.helpers import ROYAL_PALACE, assert_error, run_concurrently
+from tests.helpers import (
+    ROYAL_PALACE,
+    assert_error,
+    in_own_connection,
+    run_concurrently,
+    wait_until,
+)
 from tests.orders.conftest import WAIT_SECONDS, sessions_waiting_on_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,13 +63,13 @@ def test_a_business_holding_its_account_lock_does_not_delay_another_on_a_shared_
     # alice's batch geocodes a new address, takes her account lock and is held there.
     with ThreadPoolExecutor(max_workers=1) as pool:
         held = pool.submit(
-            lambda: _in_own_connection(
+            lambda: in_own_connection(
                 lambda: Api().bulk(
                     batch(group(address_only("A-1", ROYAL_PALACE))), alice.sandbox_key
                 )
             )
         )
-        _wait_until(lambda: GeocodeResult.objects.exists() or held.done())
+        wait_until(lambda: GeocodeResult.objects.exists() or held.done())
 
         # bob's one-drop batch names the same address: it must not wait for alice's commit.
         started = time.perf_counter()
@@ -90,9 +95,9 @@ def test_a_slow_geocoder_holds_no_claim(open_for_business, alice, settings):
         slow_body = batch(group(address_only("S-1", SLOW_ROAD)), client_batch_id="same-id")
         with ThreadPoolExecutor(max_workers=1) as pool:
             slow = pool.submit(
-                lambda: _in_own_connection(lambda: Api().bulk(slow_body, alice.sandbox_key))
+                lambda: in_own_connection(lambda: Api().bulk(slow_body, alice.sandbox_key))
             )
-            _wait_until(lambda: fake.asked_for("Slow Road") > 0)
+            wait_until(lambda: fake.asked_for("Slow Road") > 0)
 
             # The slow batch is still at its geocoder: its client_batch_id is not claimed yet,
             # so another body under that id goes through at once instead of waiting.
@@ -110,18 +115,3 @@ def test_a_slow_geocoder_holds_no_claim(open_for_business, alice, settings):
         assert sessions_waiting_on_a_lock() == 0
     finally:
         fake.stop()
-
-
-def _in_own_connection(work):
-    try:
-        return work()
-    finally:
-        connection.close()
-
-
-def _wait_until(condition, seconds: float = WAIT_SECONDS) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.02)

@@ -3,7 +3,8 @@ and a shop whose area is open all day (gunicorn runs on the real clock)."""
 
 import pytest
 
-from tests.reliability import BatchHold, open_all_day, serving
+from tests.reliability.batch_hold import BatchHold, open_all_day
+from tests.reliability.gunicorn_server import serving
 
 
 @pytest.fixture(scope="module")

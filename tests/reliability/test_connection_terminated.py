@@ -15,15 +15,15 @@ from django.db import connection
 
 from billing.models import Wallet
 from orders.models import IdempotencyRecord
-from tests.reliability import (
+from tests.reliability.batch_hold import (
     HOLD_POINTS,
-    WAIT_SECONDS,
     Background,
     assert_processed_fresh_and_charged_once,
     backend_alive,
     large_batch,
     stored_rows,
 )
+from tests.reliability.gunicorn_server import WAIT_SECONDS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

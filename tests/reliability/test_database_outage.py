@@ -23,7 +23,7 @@ import pytest
 from django.conf import settings
 
 from tests.pgcluster import PostgresCluster
-from tests.reliability import Gunicorn, Reply, wait_for
+from tests.reliability.gunicorn_server import Gunicorn, Reply, wait_for
 
 DATABASE = "delivery"
 WORKERS = 2

@@ -17,7 +17,7 @@ import pytest
 
 from billing.models import Wallet
 from orders.models import IdempotencyRecord
-from tests.reliability import (
+from tests.reliability.batch_hold import (
     HOLD_POINTS,
     Background,
     assert_processed_fresh_and_charged_once,
@@ -25,8 +25,8 @@ from tests.reliability import (
     backend_in_transaction,
     large_batch,
     stored_rows,
-    wait_for,
 )
+from tests.reliability.gunicorn_server import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

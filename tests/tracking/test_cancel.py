@@ -11,7 +11,7 @@ from billing.models import EntryKind, Invoice, InvoiceLine, LedgerEntry, Wallet
 from billing.services import close_invoices
 from orders.models import DeliveryEvent, Drop, DropStatus
 from tests.factories import batch, drop, group
-from tests.tracking import (
+from tests.tracking.helpers import (
     THIS_AFTERNOON,
     advance,
     cancel,

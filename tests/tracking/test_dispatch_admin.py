@@ -13,7 +13,7 @@ from django.test import Client
 from billing.models import EntryKind, LedgerEntry, Wallet
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import DriverFactory
-from tests.tracking import (
+from tests.tracking.helpers import (
     THIS_AFTERNOON,
     TOMORROW_AFTERNOON,
     assert_legal_history,

@@ -14,7 +14,7 @@ from billing.models import EntryKind, LedgerEntry, Wallet
 from orders.models import Driver, Drop, DropStatus
 from tests.fixtures import Api
 from tests.helpers import run_concurrently
-from tests.tracking import (
+from tests.tracking.helpers import (
     advance,
     assert_legal_history,
     cancel,

@@ -8,7 +8,7 @@ from billing.models import EntryKind, LedgerEntry
 from orders.models import Drop, DropStatus, Order
 from tests.factories import DriverFactory
 from tests.operators import staff_client
-from tests.tracking import place, statuses_of
+from tests.tracking.helpers import place, statuses_of
 
 S = DropStatus
 ORDERS = "/admin/orders/order/"

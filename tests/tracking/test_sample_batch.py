@@ -15,7 +15,7 @@ from billing.models import Wallet
 from orders.decisions import Reason
 from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
-from tests.tracking import ledger_sum
+from tests.tracking.helpers import ledger_sum
 
 SAMPLE = orjson.loads((Path(__file__).parents[2] / "docs" / "sample-batch.json").read_bytes())
 ALL_REASONS = {r.name for r in Reason}

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from orders.models import DeliveryEvent, Driver, Drop, DropStatus, Order
-from tests.tracking import (
+from tests.tracking.helpers import (
     THIS_AFTERNOON,
     advance,
     assert_legal_history,
@@ -178,6 +178,13 @@ def test_a_to_that_is_not_a_string_is_400(sandbox, api, to):
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"
     assert status_of(ids["A-1"]) == S.PENDING
+
+
+def test_every_problem_of_an_advance_body_is_listed(sandbox, api):
+    body = {"identifiers": ["A-1", " "], "to": "bogus"}
+    response = api.post("/sandbox/orders/advance", body, sandbox)
+    assert response.status_code == 400
+    assert [d["field"] for d in response.json()["error"]["details"]] == ["identifiers[1]", "to"]
 
 
 @pytest.mark.parametrize("body", [{}, {"identifiers": []}, {"identifiers": [""]}, ["A-1"]])

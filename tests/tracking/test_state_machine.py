@@ -10,7 +10,7 @@ import pytest
 
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import DriverFactory
-from tests.tracking import drop_in, statuses_of
+from tests.tracking.helpers import drop_in, statuses_of
 from tracking.lifecycle import (
     ALLOWED,
     CANCELLABLE,

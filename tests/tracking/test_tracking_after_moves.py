@@ -11,7 +11,7 @@ from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
 from tests.helpers import ROYAL_PALACE
 from tests.helpers import TRACKING_ENTRY_KEYS as ENTRY_KEYS
-from tests.tracking import THIS_AFTERNOON, advance, cancel, drop_in, entries, place
+from tests.tracking.helpers import THIS_AFTERNOON, advance, cancel, drop_in, entries, place
 
 S = DropStatus
 
@@ -154,3 +154,20 @@ def test_bad_identifiers_are_400(open_for_business, alice, api, body):
     response = api.post("/orders/tracking", body, alice.sandbox_key)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+def test_identifier_errors_name_the_field_and_the_rule(open_for_business, alice, api):
+    item = "Must be a non-empty string of at most 100 characters."
+    error = api.track(["A-1", "", 7, "B-1", "C\x00"], alice.sandbox_key).json()["error"]
+    assert error["details"] == [
+        {"field": "identifiers[1]", "message": item},
+        {"field": "identifiers[2]", "message": item},
+        {"field": "identifiers[4]", "message": item},
+    ]
+    for body in ({"identifiers": "A-1"}, {"identifiers": None}, {"identifiers": [""] * 1001}):
+        error = api.post("/orders/tracking", body, alice.sandbox_key).json()["error"]
+        assert error["details"] == [
+            {"field": "identifiers", "message": "Must be an array of 1 to 1000 strings."}
+        ]
+    error = api.post("/orders/tracking", ["A-1"], alice.sandbox_key).json()["error"]
+    assert error["details"] == [{"field": "", "message": "The body must be a JSON object."}]

@@ -1,0 +1,183 @@
+"""Counters in fixed windows shared by every app process: API rate limits and the login throttle.
+
+A counter's window opens at its first hit after the previous window ended and lasts the
+period given with that hit; count() adds one hit and tells how many the window holds and when
+it ends. Both stores decide with the app's clock, so they behave the same (and tests may stop
+the clock). Which store, CACHE_URL decides:
+
+- the database (the default): one row per counter (core.models.RateCounter) counted by one
+  statement, INSERT … ON CONFLICT DO UPDATE … RETURNING (PostgreSQL; SQLite 3.35+). The
+  conflicting row is locked by the upsert, so concurrent hits of one counter queue for a
+  moment and none is lost; other counters never wait.
+- Redis (CACHE_URL=redis://…): Django's RedisCache, through its public API only. The windows
+  of a counter are numbered: `<counter>:<n>` holds window n's end, written with add() so that
+  of the requests that find window n - 1 ended exactly one opens window n; its hits are
+  counted with incr() (Redis' INCR) in `<counter>:<n>:<end>`, a key no other window shares;
+  `<counter>:n` remembers the current number, a hint that readers walk forward from.
+  A hit costs three cache calls while its window is open (get, get, incr) and a few more
+  when it opens one; every key expires a period after its window ends.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connections, router
+
+from core.models import RateCounter
+
+REDIS_CACHE = "django.core.cache.backends.redis.RedisCache"
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    hits: int  # counted in this window so far, the hit just counted included
+    ends_at: float  # epoch seconds
+
+
+def count(key: str, period: int, now: float | None = None) -> Window:
+    """Count one hit of `key` in its current window, opening a `period`-second one if none is."""
+    return _store().count(key, period, _ms(now))
+
+
+def live_hits(keys: list[str], now: float | None = None) -> dict[str, int]:
+    """Hits in each counter's open window, counting nothing; a counter without one is absent."""
+    return _store().live_hits(keys, _ms(now))
+
+
+def forget(key: str) -> None:
+    """Close the counter's window: its next hit opens a new one and counts 1."""
+    _store().forget(key)
+
+
+def purge_ended(now: float | None = None) -> int:
+    """Delete the database rows of windows that have ended; how many (Redis expires its own)."""
+    deleted, _ = RateCounter.objects.filter(window_end_ms__lte=_ms(now)).delete()
+    return deleted
+
+
+def _ms(now: float | None) -> int:
+    return round((time.time() if now is None else now) * 1000)
+
+
+def _store() -> DatabaseStore | CacheStore:
+    # Read per call, so a changed CACHES (the tests) takes effect at once.
+    return CACHE if settings.CACHES["default"]["BACKEND"] == REDIS_CACHE else DATABASE
+
+
+class DatabaseStore:
+    def count(self, key: str, period: int, now_ms: int) -> Window:
+        connection = connections[router.db_for_write(RateCounter)]
+        quote = connection.ops.quote_name
+        table = quote(RateCounter._meta.db_table)
+        key_column, end, hits = (quote(name) for name in ("key", "window_end_ms", "hits"))
+        ended = f"{table}.{end} <= %s"
+        # One statement, whichever happens: a new counter, a hit in the open window, or the
+        # first hit after the window ended (both CASEs read the row as it was before).
+        sql = (
+            f"INSERT INTO {table} ({key_column}, {end}, {hits}) VALUES (%s, %s, 1) "
+            f"ON CONFLICT ({key_column}) DO UPDATE SET "
+            f"{end} = CASE WHEN {ended} THEN excluded.{end} ELSE {table}.{end} END, "
+            f"{hits} = CASE WHEN {ended} THEN 1 ELSE {table}.{hits} + 1 END "
+            f"RETURNING {end}, {hits}"
+        )
+        # Called in autocommit (no caller holds a transaction open around it), so the row lock
+        # lasts this one statement.
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [key, now_ms + period * 1000, now_ms, now_ms])
+            window_end_ms, counted = cursor.fetchone()
+        return Window(hits=counted, ends_at=window_end_ms / 1000)
+
+    def live_hits(self, keys: list[str], now_ms: int) -> dict[str, int]:
+        live = RateCounter.objects.filter(key__in=keys, window_end_ms__gt=now_ms)
+        return dict(live.values_list("key", "hits"))
+
+    def forget(self, key: str) -> None:
+        RateCounter.objects.filter(key=key).delete()
+
+
+class CacheStore:
+    # Walking forward from a stale hint takes a step per window opened meanwhile: a few at most.
+    MAX_STEPS = 16
+
+    def count(self, key: str, period: int, now_ms: int) -> Window:
+        # Every key outlives its window by a period, so a window is never forgotten while open.
+        lifetime = 2 * period
+        hint = number = cache.get(self._number_key(key)) or 0
+        for _ in range(self.MAX_STEPS):
+            end = cache.get(self._window_key(key, number))
+            if end is not None and end > now_ms:
+                if number != hint:  # walked past a stale hint: correct it for the next reader
+                    cache.set(self._number_key(key), number, timeout=lifetime)
+                break
+            if end is not None:
+                number += 1  # window n ended: the next is n + 1, whoever opens it
+            # else window n was never opened, or it ended long ago and the cache let it go.
+            end = now_ms + period * 1000
+            if cache.add(self._window_key(key, number), end, timeout=lifetime):
+                cache.set(self._number_key(key), number, timeout=lifetime)
+                break
+            # Another request opened it first: read its end in the next step.
+        else:
+            raise RuntimeError(f"the cache keeps losing the windows of counter {key!r}")
+        return Window(
+            hits=self._incr(self._hits_key(key, number, end), lifetime), ends_at=end / 1000
+        )
+
+    def live_hits(self, keys: list[str], now_ms: int) -> dict[str, int]:
+        numbers = cache.get_many([self._number_key(key) for key in keys])
+        number = {key: numbers.get(self._number_key(key), 0) for key in keys}
+        live: dict[str, str] = {}  # counter -> its open window's hits key
+        unsure = list(keys)
+        # One get_many() per step for all the counters; an ended window may have a successor
+        # the hint has not caught up with, so that is read in the next step.
+        for _ in range(self.MAX_STEPS):
+            if not unsure:
+                break
+            ends = cache.get_many([self._window_key(key, number[key]) for key in unsure])
+            ended = []
+            for key in unsure:
+                end = ends.get(self._window_key(key, number[key]))
+                if end is not None and end > now_ms:
+                    live[key] = self._hits_key(key, number[key], end)
+                elif end is not None:
+                    number[key] += 1
+                    ended.append(key)
+            unsure = ended
+        hits = cache.get_many(list(live.values()))
+        return {key: hits[hits_key] for key, hits_key in live.items() if hits_key in hits}
+
+    def forget(self, key: str) -> None:
+        # Without its end the window counts as never opened: the next hit opens it afresh.
+        number = cache.get(self._number_key(key)) or 0
+        window = self._window_key(key, number)
+        end = cache.get(window)
+        # Its hits go too: a window reopened at the same millisecond would have the same end.
+        cache.delete_many([window, self._hits_key(key, number, end)])
+
+    @staticmethod
+    def _incr(hits_key: str, lifetime: int) -> int:
+        try:
+            return cache.incr(hits_key)
+        except ValueError:  # the window's first hit (add() lets one of several through)
+            cache.add(hits_key, 0, timeout=lifetime)
+            return cache.incr(hits_key)
+
+    @staticmethod
+    def _number_key(key: str) -> str:
+        return f"counter:{key}:n"
+
+    @staticmethod
+    def _window_key(key: str, number: int) -> str:
+        return f"counter:{key}:{number}"
+
+    @classmethod
+    def _hits_key(cls, key: str, number: int, end: int) -> str:
+        return f"{cls._window_key(key, number)}:{end}"
+
+
+DATABASE = DatabaseStore()
+CACHE = CacheStore()

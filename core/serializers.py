@@ -1,0 +1,109 @@
+"""DRF serializers as our request validators: strict text fields, and errors in our envelope.
+
+An `Input` serializer both validates a body and documents it in the OpenAPI schema; its
+errors become one 400 VALIDATION_ERROR whose details carry field paths such as
+`identifiers[3]` (DESIGN.md §3), capped like every other error list.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.settings import api_settings
+
+from core.api import validation_error
+
+# Text that is blank after strip() or holds a NUL (PostgreSQL text cannot) is refused.
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+NO_NUL = r"^[^\u0000]*$"
+_NOT_BLANK = re.compile(NOT_BLANK)
+
+
+class Text(serializers.RegexField):
+    """A JSON string of 1..max_length characters, not blank, no NUL.
+
+    Stricter than CharField, which would take 7 for "7". With `message`, every way of
+    being wrong (missing, null, not a string, too long…) answers that one message.
+    """
+
+    def __init__(self, max_length: int, *, message: str | None = None, **kwargs) -> None:
+        self.message = message
+        self.checks_only_shape = "validators" not in kwargs
+        kwargs.setdefault("min_length", 1)
+        super().__init__(NOT_BLANK, max_length=max_length, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+    def run_validation(self, data: Any = empty) -> Any:
+        # A good value passes the checks its validators make (length, pattern, no NUL) in
+        # one go: six times faster on 1000 identifiers. Anything else takes the full path
+        # for its message. (Lone surrogates, which DRF also refuses, never get past
+        # core.api.JsonParser.)
+        if (
+            self.checks_only_shape
+            and isinstance(data, str)
+            and self.min_length <= len(data) <= self.max_length
+            and _NOT_BLANK.match(data)
+        ):
+            return data
+        try:
+            return super().run_validation(data)
+        except serializers.ValidationError:
+            if self.message is None:
+                raise
+            raise serializers.ValidationError(self.message, code="invalid") from None
+
+
+def text(max_length: int, **kwargs) -> Text:
+    """Required text: not blank, no NUL."""
+    return Text(max_length, **kwargs)
+
+
+def optional_text(max_length: int, **kwargs) -> serializers.RegexField:
+    """Optional text: may be empty (or null, unless allow_null=False), no NUL."""
+    kwargs.setdefault("allow_null", True)
+    return serializers.RegexField(NO_NUL, max_length=max_length, required=False, **kwargs)
+
+
+# A request body: a JSON object; every problem found is one VALIDATION_ERROR detail.
+# (A comment, not a docstring: drf-spectacular would print it on every subclass.)
+class Input(serializers.Serializer):
+    @classmethod
+    def parse(cls, body: Any) -> dict[str, Any]:
+        """The validated data, or raise 400 VALIDATION_ERROR listing every problem."""
+        if not isinstance(body, dict):
+            raise validation_error([{"field": "", "message": "The body must be a JSON object."}])
+        serializer = cls(data=body)
+        if not serializer.is_valid():
+            raise validation_error(error_details(serializer.errors))
+        return serializer.validated_data
+
+
+def error_details(errors: Any, path: str = "") -> list[dict[str, str]]:
+    """A serializer's nested errors as our flat details: `{"field": "a.b[2]", "message"}`.
+
+    Only a field's first message is kept, as core.api does for other DRF errors.
+    """
+    if isinstance(errors, dict):
+        details: list[dict[str, str]] = []
+        for key, value in errors.items():
+            if key == api_settings.NON_FIELD_ERRORS_KEY:
+                where = path
+            elif isinstance(key, int):  # a ListField's errors, by index
+                where = f"{path}[{key}]"
+            else:
+                where = f"{path}.{key}" if path else str(key)
+            details.extend(error_details(value, where))
+        return details
+    if isinstance(errors, list):
+        if errors and all(isinstance(e, str) for e in errors):
+            return [{"field": path, "message": str(errors[0])}]
+        # A nested many=True serializer: one entry per item, empty for the valid ones.
+        return [d for i, item in enumerate(errors) for d in error_details(item, f"{path}[{i}]")]
+    return [{"field": path, "message": str(errors)}]

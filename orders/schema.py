@@ -1,0 +1,311 @@
+"""POST /orders/bulk and GET /batches/<id> on the wire: their OpenAPI description.
+
+Documentation only. The bulk body is parsed by hand (orders/inputs.py), 16× faster than
+nested serializers, and the results are built by the services; tests/api_docs
+(Schemathesis included) keep this description and that code in step. The
+request shapes describe exactly what is refused with 400: a value that is only wrong for
+one drop (a bad phone, a pin outside the area) is not a schema violation, it is a
+`rejected` entry inside a 200.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, PolymorphicProxySerializer
+from rest_framework import serializers
+
+from accounts.schema import ENVIRONMENTS
+from core.openapi import (
+    EVERY_CALL,
+    EVERY_POST,
+    UUID_PATTERN,
+    const,
+    failure,
+    money,
+    operation,
+    schema_field,
+    success,
+)
+from core.serializers import NO_NUL, optional_text, text
+from orders.decisions import Reason
+from orders.inputs import MAX_ADDRESS_PART, MAX_ID, MAX_NAME, MAX_WAYBILL
+from orders.models import BatchStatus, DropStatus
+
+# Named enums (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] points here).
+FAILURE_REASONS = [reason.name for reason in Reason]
+DROP_STATUSES = list(DropStatus.values)
+BATCH_STATUSES = [s for s in BatchStatus.values if s != BatchStatus.PROCESSING]
+
+# --- Requests -----------------------------------------------------------------------
+
+
+class Address(serializers.Serializer):
+    """The geocoder reads complete_address (and city); any other field must be a string too."""
+
+    # "Any other field" is additionalProperties, which describe_address() adds.
+    complete_address = optional_text(MAX_ADDRESS_PART, allow_null=False)
+    city = optional_text(MAX_ADDRESS_PART, allow_null=False)
+    country = optional_text(MAX_ADDRESS_PART, allow_null=False)
+
+
+_ADDRESS_HELP = (
+    "An object of strings (each at most 500 characters, no NUL); other string fields are "
+    "kept too. Used when no coordinates are given: forward-geocoded, and the pin is echoed "
+    "as resolved_pin. null counts as absent."
+)
+_PHONE_HELP = (
+    "E.164 string, e.g. +85512345678. Not checked at request level: a missing or invalid "
+    "phone rejects the drop with INVALID_PHONE (a pickup's: every drop of its group)."
+)
+_COORD_HELP = (
+    "Number ({}). Give lat and long together, or an address. A missing partner, a "
+    "non-number, out of range or exactly (0, 0) rejects the drop with INVALID_COORDINATES; "
+    "null counts as absent. Coordinates win over an address."
+)
+
+
+def phone(example: str) -> serializers.Field:
+    # Typed so that a generated client types it; a wrong value still only rejects the drop.
+    return schema_field({"type": "string", "example": example})(
+        required=False, help_text=_PHONE_HELP
+    )
+
+
+def coordinate(example: float, meaning: str) -> serializers.Field:
+    return schema_field({"type": "number", "format": "double", "example": example})(
+        required=False, allow_null=True, help_text=_COORD_HELP.format(meaning)
+    )
+
+
+class Pickup(serializers.Serializer):
+    name = text(MAX_NAME)
+    phone = phone("+85512345678")
+    lat = coordinate(11.5564, "latitude, -90..90")
+    long = coordinate(104.9282, "longitude, -180..180")
+    address = Address(required=False, allow_null=True, help_text=_ADDRESS_HELP)
+    pickup_scheduled_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "ISO 8601 with a time zone (e.g. 2026-01-31T09:30:00Z). Absent: pickup now, "
+            "the drops start PENDING; given: they start SCHEDULED. In the past: "
+            "SCHEDULE_IN_PAST; outside the area's opening hours: OUTSIDE_OPERATING_HOURS."
+        ),
+    )
+
+
+class Recipient(serializers.Serializer):
+    name = text(MAX_NAME)
+    phone = phone("+85512345679")
+    lat = coordinate(11.5696, "latitude, -90..90")
+    long = coordinate(104.9210, "longitude, -180..180")
+    address = Address(required=False, allow_null=True, help_text=_ADDRESS_HELP)
+
+
+class Drop(serializers.Serializer):
+    client_order_id = text(
+        MAX_ID,
+        help_text="Your reference for this drop; unique among your active drops.",
+    )
+    external_waybill = optional_text(MAX_WAYBILL, help_text="Echoed in results; null if absent.")
+    dropoff = Recipient(help_text="The recipient.")
+
+
+class PickupGroup(serializers.Serializer):
+    pickup = Pickup()
+    dropoff = serializers.ListField(child=Drop(), min_length=1, help_text="One or more drops.")
+
+
+class BatchRequest(serializers.Serializer):
+    client_batch_id = text(
+        MAX_ID,
+        help_text="Your reference for the batch; unique per business and environment for good.",
+    )
+    orders = serializers.ListField(
+        child=PickupGroup(),
+        min_length=1,
+        help_text=f"Pickup groups; at most {settings.MAX_DROPS_PER_BATCH} drops in all.",
+    )
+
+
+# --- Responses ----------------------------------------------------------------------
+
+
+class Pin(serializers.Serializer):
+    lat = serializers.FloatField()
+    long = serializers.FloatField()
+
+
+class Counts(serializers.Serializer):
+    total = serializers.IntegerField()
+    accepted = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+
+
+class AcceptedOrder(serializers.Serializer):
+    client_order_id = serializers.CharField()
+    external_waybill = serializers.CharField(allow_null=True)
+    status = const("accepted")
+    pass_order_id = serializers.UUIDField(help_text="The order (pickup group) it belongs to.")
+    drop_id = serializers.UUIDField()
+    price = money()
+    currency = serializers.CharField()
+    resolved_pin = Pin(required=False, help_text="Only when the drop was address-only.")
+    pickup_resolved_pin = Pin(required=False, help_text="Only when the pickup was address-only.")
+
+
+class RejectedOrder(serializers.Serializer):
+    client_order_id = serializers.CharField()
+    external_waybill = serializers.CharField(allow_null=True)
+    status = const("rejected")
+    failure_reason = serializers.ChoiceField(choices=FAILURE_REASONS)
+    message = serializers.CharField()
+
+
+class AcceptedOrderNow(AcceptedOrder):
+    delivery_status = serializers.ChoiceField(
+        choices=DROP_STATUSES, help_text="The drop's current lifecycle status."
+    )
+
+
+def _order_results(name: str, accepted) -> PolymorphicProxySerializer:
+    return PolymorphicProxySerializer(
+        component_name=name,
+        serializers={"accepted": accepted, "rejected": RejectedOrder},
+        resource_type_field_name="status",
+        many=True,
+    )
+
+
+class BatchResult(serializers.Serializer):
+    batch_id = serializers.UUIDField()
+    client_batch_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=BATCH_STATUSES)
+    environment = serializers.ChoiceField(choices=ENVIRONMENTS)
+    created_at = serializers.DateTimeField()
+    counts = Counts()
+    orders = _order_results("OrderResult", AcceptedOrder)
+    poll_url = serializers.URLField()
+
+
+class BatchDetail(BatchResult):
+    orders = _order_results("OrderResultNow", AcceptedOrderNow)
+
+
+# --- Errors and headers of these two endpoints ----------------------------------------
+
+BULK_BAD_REQUEST = failure(
+    "BulkBadRequest",
+    400,
+    ["VALIDATION_ERROR", "MALFORMED_JSON", "IDEMPOTENCY_KEY_MISSING", "IDEMPOTENCY_KEY_INVALID"],
+    "As for every POST, plus IDEMPOTENCY_KEY_MISSING / IDEMPOTENCY_KEY_INVALID: the "
+    "Idempotency-Key header is absent or not a UUID. Nothing is stored; retry freely.",
+)
+CONFLICT = failure(
+    "Conflict",
+    409,
+    ["IDEMPOTENCY_KEY_REUSED", "CLIENT_BATCH_ID_REUSED"],
+    "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key came with a different body. "
+    "CLIENT_BATCH_ID_REUSED: this client_batch_id came with a different body. "
+    "Nothing was created; send a new key (and client_batch_id) for a new batch.",
+)
+NOT_FOUND = failure(
+    "NotFound",
+    404,
+    ["NOT_FOUND"],
+    "No such batch for this key: unknown, not a UUID, or another business's or environment's.",
+)
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    # A string with a pattern, not `format: uuid`: see core.openapi.UUID_PATTERN.
+    {"type": "string", "pattern": UUID_PATTERN},
+    OpenApiParameter.HEADER,
+    required=True,
+    description=(
+        "A fresh UUID per batch, e.g. 3f2b8c1e-9a4d-4e5f-8b6a-1c2d3e4f5a6b. The same key "
+        "with the same body replays the stored response byte for byte (with "
+        "`Idempotent-Replayed: true`); with another body, 409 IDEMPOTENCY_KEY_REUSED. "
+        f"Kept {settings.IDEMPOTENCY_TTL_HOURS} hours."
+    ),
+)
+REPLAYED = OpenApiParameter(
+    "Idempotent-Replayed",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    enum=["true"],
+    response=[200],
+    description="`true` when this is the stored response of an earlier identical batch.",
+)
+
+# --- The operations -----------------------------------------------------------------
+
+_BATCH_EXAMPLE = {
+    "client_batch_id": "2026-11-23-morning",
+    "orders": [
+        {
+            "pickup": {"name": "Shop", "phone": "+85512345678", "lat": 11.5564, "long": 104.9282},
+            "dropoff": [
+                {
+                    "client_order_id": "A-1",
+                    "external_waybill": "WB-1",
+                    "dropoff": {
+                        "name": "Dara",
+                        "phone": "+85512345679",
+                        "lat": 11.5696,
+                        "long": 104.9210,
+                    },
+                },
+                {
+                    "client_order_id": "A-2",
+                    "dropoff": {
+                        "name": "Sokha",
+                        "phone": "+85512345680",
+                        "address": {"complete_address": "Royal Palace, Phnom Penh"},
+                    },
+                },
+            ],
+        }
+    ],
+}
+
+BULK = operation(
+    "orders_bulk",
+    "orders",
+    "Create delivery orders in one batch",
+    "Synchronous: every drop is `accepted` (ids, price) or `rejected` (failure_reason) in "
+    "this answer, in submission order. One batch is one transaction. A 200 is also "
+    "returned when no drop is accepted (status FAILED); it is stored for replay.",
+    request=BatchRequest,
+    parameters=[IDEMPOTENCY_KEY, REPLAYED],
+    responses={
+        200: success("BatchResult", BatchResult),
+        **EVERY_POST,
+        400: BULK_BAD_REQUEST,
+        409: CONFLICT,
+    },
+    examples=[OpenApiExample("Two drops", value=_BATCH_EXAMPLE, request_only=True)],
+)
+BATCH = operation(
+    "batches_retrieve",
+    "batches",
+    "A batch's stored result (the poll_url)",
+    "The creation result as stored, with the batch status and, on each accepted entry, "
+    "the drop's current `delivery_status`.",
+    parameters=[
+        OpenApiParameter("batch_id", OpenApiTypes.UUID, OpenApiParameter.PATH, required=True)
+    ],
+    responses={200: success("BatchDetail", BatchDetail), **EVERY_CALL, 404: NOT_FOUND},
+)
+
+
+def describe_address(result, generator, request, public):
+    """Postprocessing hook: a serializer cannot say "any other field, if it is a string"."""
+    address = result["components"]["schemas"]["Address"]
+    address["additionalProperties"] = {
+        "type": "string",
+        "maxLength": MAX_ADDRESS_PART,
+        "pattern": NO_NUL,
+    }
+    return result
