@@ -16,13 +16,19 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-## make run: the service on SQLite with demo data, served by gunicorn.
+## make run: the service on SQLite with demo data, served by gunicorn, with one task worker
+## beside it (tasks, webhooks, the periodic jobs); Ctrl-C stops both.
 run: $(STAMP)
 	@test -f .env || { echo "DEBUG=true" > .env; echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env; }
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py collectstatic --noinput -v0
 	@$(PY) manage.py seed_demo | tee .demo.txt
 	@echo "Service:     http://$(HOST):$(PORT)/  (API under /api/v1, operator console /admin/)"
+	@# The worker is stopped (SIGTERM: it finishes its task) whenever this shell exits: after
+	@# Ctrl-C, which gunicorn gets too, or when gunicorn fails to start.
+	@trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
+	$(PY) manage.py db_worker --no-reload & worker=$$!; \
+	echo "Worker:      manage.py db_worker, pid $$worker (tasks, webhooks, periodic jobs)"; \
 	$(VENV)/bin/gunicorn -c gunicorn.conf.py config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
 ## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite).

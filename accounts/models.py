@@ -41,6 +41,10 @@ class Business(models.Model):
         "billing.PricingPlan", null=True, blank=True, on_delete=models.PROTECT
     )
     net_days = models.PositiveIntegerField(default=30, help_text="Credit terms of invoices.")
+    # wallet.balance_low fires when a debit takes a wallet below this (none by default).
+    low_balance_threshold = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True
+    )
     use_case = models.TextField(blank=True)
     expected_monthly_volume = models.PositiveIntegerField(null=True, blank=True)
     access_requested_at = models.DateTimeField(null=True, blank=True)

@@ -24,6 +24,8 @@ from billing.models import (
 )
 from core.formats import CENT, money
 from core.writes import insert_rows
+from events.models import EventType
+from events.services import NewEvent, record_events, record_many
 
 
 class BillingError(Exception):
@@ -32,7 +34,9 @@ class BillingError(Exception):
 
 def lock_account(*, business: Business, environment: str) -> Wallet:
     """Take the account lock (the wallet row) for the rest of the transaction."""
-    return Wallet.objects.select_for_update().get(business=business, environment=environment)
+    wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
+    wallet.business = business  # already loaded: append_entries reads its threshold
+    return wallet
 
 
 def read_balance(*, business: Business, environment: str) -> Decimal:
@@ -86,8 +90,29 @@ def append_entries(*, wallet: Wallet, movements: list[Movement], at: datetime) -
         )
     insert_rows(LedgerEntry, LEDGER_FIELDS, rows)
     Wallet.objects.filter(pk=wallet.pk).update(balance=balance, updated_at=at)
-    wallet.balance = balance
+    before, wallet.balance = wallet.balance, balance
+    _tell_if_low(wallet, before, at)
     return balance
+
+
+def _tell_if_low(wallet: Wallet, before: Decimal, at: datetime) -> None:
+    """wallet.balance_low once per crossing: from at or above the threshold to below it."""
+    threshold = wallet.business.low_balance_threshold
+    if threshold is None or not before >= threshold > wallet.balance:
+        return
+    record_events(
+        business_id=wallet.business_id,
+        environment=wallet.environment,
+        event_type=EventType.WALLET_BALANCE_LOW,
+        payloads=[
+            {
+                "balance": money(wallet.balance),
+                "threshold": money(threshold),
+                "currency": settings.CURRENCY,
+            }
+        ],
+        at=at,
+    )
 
 
 @dataclass
@@ -267,7 +292,21 @@ def close_invoices(*, before_period: str, today, only=None) -> list[Invoice]:
                 invoice.status = InvoiceStatus.CLOSED
             invoice.save(update_fields=["status", "issued_on", "due_on"])
             closed.append(invoice)
+        issued = [i for i in closed if i.status == InvoiceStatus.ISSUED]
+        record_many([_invoice_issued(invoice) for invoice in issued], at=timezone.now())
     return closed
+
+
+def _invoice_issued(invoice: Invoice) -> NewEvent:
+    data = {
+        "invoice_id": str(invoice.pk),
+        "period": invoice.period,
+        "amount": money(invoice.accrued),
+        "currency": settings.CURRENCY,
+        "issued_on": invoice.issued_on.isoformat(),
+        "due_on": invoice.due_on.isoformat(),
+    }
+    return NewEvent(invoice.business_id, invoice.environment, EventType.INVOICE_ISSUED, data)
 
 
 def mark_invoice_paid(*, invoice: Invoice, at: datetime) -> None:

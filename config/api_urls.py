@@ -6,6 +6,7 @@ from rest_framework.routers import SimpleRouter
 from billing.api import AccountViewSet
 from core.handlers import unknown_path
 from core.openapi import DocsView, SchemaView
+from events.api import EventViewSet, WebhookEndpointViewSet
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
 from tracking.api import SandboxViewSet, TrackingViewSet
@@ -18,6 +19,8 @@ router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")
 router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
+router.register("events", EventViewSet, basename="events")
+router.register("webhook-endpoints", WebhookEndpointViewSet, basename="webhook-endpoints")
 
 
 urlpatterns = [

@@ -14,6 +14,7 @@ from core.strict_env import (
     env_decimal,
     env_float,
     env_int,
+    env_int_list,
     env_matching,
     env_origins,
     env_proxy_ssl_header,
@@ -81,11 +82,16 @@ INSTALLED_APPS = [
     "core",
     "geo",
     "accounts",
+    "events",
     "billing",
     "orders",
     "tracking",
     "dashboard",
     "console",
+    # After core: of two apps with a command of the same name Django runs the one listed
+    # first, and core's db_worker (the worker plus the periodic jobs' scheduler) wraps theirs.
+    "django_tasks",
+    "django_tasks_db",
 ]
 
 MIDDLEWARE = [
@@ -135,6 +141,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Parameters travel apart from the SQL: a list of 1000 ids is one array, not 1000 quoted
     # literals spliced into the statement by the client.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("server_side_binding", True)
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # `make run`: gunicorn's workers and a task worker share the file. WAL lets reads go on
+    # beside a write; IMMEDIATE takes the write lock at BEGIN, so two transactions never
+    # both read and then fail at once ("database is locked") trying to upgrade to write.
+    _sqlite = DATABASES["default"].setdefault("OPTIONS", {})
+    _sqlite.setdefault("init_command", "PRAGMA journal_mode=WAL;")
+    _sqlite.setdefault("transaction_mode", "IMMEDIATE")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared by every app process. Rate limits and the login throttle count in Redis when this is
@@ -208,6 +221,29 @@ GEOCODE_NEGATIVE_TTL_HOURS = env_int("GEOCODE_NEGATIVE_TTL_HOURS", default=24, m
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
+# Webhooks (DESIGN.md §11). Plain http and private addresses only for local demos and tests.
+WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
+# Seconds between a failed attempt and the next, then the delivery is FAILED (events/delivery.py).
+WEBHOOK_RETRY_SCHEDULE = env_int_list(
+    "WEBHOOK_RETRY_SCHEDULE", default=[5, 300, 1800, 7200, 18000, 36000, 36000], minimum=1
+)
+# An endpoint failing with no success for this long is disabled.
+WEBHOOK_DISABLE_AFTER_DAYS = env_int("WEBHOOK_DISABLE_AFTER_DAYS", default=5, minimum=1)
+# A 2xx within WEBHOOK_TIMEOUT_SECONDS in all (connecting within the second) is a success.
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", default=10.0, above=0)
+WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_float("WEBHOOK_CONNECT_TIMEOUT_SECONDS", default=3.0, above=0)
+# Events (and their deliveries) are kept this long; purge_old_events deletes them after.
+EVENT_RETENTION_DAYS = env_int("EVENT_RETENTION_DAYS", default=30, minimum=1)
+
+# Background work (DESIGN.md §15): task rows written in the transaction that asks for them,
+# run by `manage.py db_worker` processes (any number, on any number of machines).
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default"],
+    }
+}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
     # Who may call (accounts/permissions.py); a view adds its own after these.
@@ -249,6 +285,9 @@ SPECTACULAR_SETTINGS = {
         "InvoiceStatus": "billing.schema.INVOICE_STATUSES",
         "AdvanceTarget": "tracking.inputs.ADVANCE_TARGET_VALUES",
         "Weekday": "geo.schema.WEEKDAYS",
+        "EventType": "events.inputs.EVENT_TYPES",
+        "SubscribedEventType": "events.inputs.SUBSCRIBABLE_TYPES",
+        "DeliveryStatus": "events.schema.DELIVERY_STATUSES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -21,3 +21,25 @@ class RateCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.hits}"
+
+
+class PeriodicSlot(models.Model):
+    """One run of a periodic job (core/schedule.py): the job's slot that starts at `due_at`.
+
+    The first worker's scheduler to reach a slot inserts this row and enqueues the job's task
+    in the same transaction; the unique (job, due_at) makes every other worker's insert a
+    no-op, so a slot runs once however many workers there are (core/scheduler.py).
+    """
+
+    job = models.CharField(max_length=200)  # the task's dotted path
+    due_at = models.DateTimeField()
+    claimed_at = models.DateTimeField()
+    worker_id = models.CharField(max_length=64)  # the db_worker whose scheduler claimed it
+    task_id = models.CharField(max_length=64, blank=True)  # its django_tasks_db result
+
+    class Meta:
+        db_table = "core_periodic_slot"
+        constraints = [models.UniqueConstraint(fields=["job", "due_at"], name="periodic_slot_once")]
+
+    def __str__(self) -> str:
+        return f"{self.job} @ {self.due_at:%Y-%m-%d %H:%M:%S}Z"

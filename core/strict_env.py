@@ -75,6 +75,20 @@ def env_int(name: str, default: int, minimum: int | None = None) -> int:
     return value
 
 
+def env_int_list(name: str, default: list[int], minimum: int | None = None) -> list[int]:
+    """Comma-separated whole numbers, e.g. `5,300,1800`; at least one."""
+    raw = _raw(name)
+    if raw is None:
+        return list(default)
+    parts = [part.strip() for part in raw.split(",")]
+    if not all(_WHOLE.match(part) for part in parts):
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be whole numbers separated by commas.")
+    values = [int(part) for part in parts]
+    if minimum is not None and min(values) < minimum:
+        raise ImproperlyConfigured(f"{name}={raw!r}: each must be at least {minimum}.")
+    return values
+
+
 def env_float(name: str, default: float, above: float | None = None) -> float:
     """A number such as 3 or 2.5; `above` is an exclusive bound (0: positive)."""
     raw = _raw(name)

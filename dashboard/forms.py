@@ -8,6 +8,15 @@ from django.contrib.auth.forms import AuthenticationForm
 
 from accounts.login import RateLimitedLoginMixin
 from accounts.models import ApiKey, Business, Environment
+from events.endpoints import (
+    ALL_TYPES,
+    MAX_DESCRIPTION_LENGTH,
+    MAX_URL_LENGTH,
+    check_endpoint_url,
+    event_types_of,
+)
+from events.models import EventType
+from events.ssrf import UnsafeUrl
 from orders.models import DropStatus
 from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
 
@@ -119,3 +128,40 @@ class AdvanceForm(forms.Form):
         choices=[("", "One step forward")]
         + [(status.value, status.label) for status in _ADVANCE_ORDER if status in ADVANCE_TARGETS],
     )
+
+
+# --- Webhook endpoints ------------------------------------------------------------------
+
+_SUBSCRIPTION_CHOICES = [
+    (ALL_TYPES, "All events, including types added later"),
+    *((value, value) for value in EventType.values),
+]
+
+
+class WebhookEndpointForm(forms.Form):
+    url = forms.CharField(
+        label="URL",
+        max_length=MAX_URL_LENGTH,
+        widget=forms.TextInput(attrs={"placeholder": "https://example.com/webhooks"}),
+        help_text="We POST each event here; a 2xx answer within 10 seconds is a success.",
+    )
+    description = forms.CharField(max_length=MAX_DESCRIPTION_LENGTH, required=False)
+    event_types = forms.MultipleChoiceField(
+        label="Events",
+        choices=_SUBSCRIPTION_CHOICES,
+        initial=[ALL_TYPES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="A test event is sent on request, whatever is ticked here.",
+    )
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"].strip()
+        try:
+            check_endpoint_url(url)  # the API's rule: https, never an internal address
+        except UnsafeUrl as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return url
+
+    def clean_event_types(self) -> list[str]:
+        # "All events" wins over single ticks, as ["*"] alone does in the API.
+        return event_types_of(self.cleaned_data["event_types"])

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import views
+from dashboard import views, webhooks
 
 app_name = "dashboard"
 
@@ -34,6 +34,18 @@ urlpatterns = [
     path("live/", views.request_live, name="request_live"),
     path("keys/", views.keys, name="keys"),
     path("keys/<int:pk>/revoke/", views.revoke_key, name="revoke_key"),
+    # Webhook endpoints (dashboard/webhooks.py).
+    path("webhooks/", webhooks.webhooks, name="webhooks"),
+    path("webhooks/<uuid:pk>/", webhooks.webhook_endpoint, name="webhook"),
+    path("webhooks/<uuid:pk>/enabled/", webhooks.webhook_enabled, name="webhook_enabled"),
+    path("webhooks/<uuid:pk>/rotate/", webhooks.webhook_rotate, name="webhook_rotate"),
+    path("webhooks/<uuid:pk>/test/", webhooks.webhook_test, name="webhook_test"),
+    path("webhooks/<uuid:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
+    path(
+        "webhooks/<uuid:pk>/deliveries/<int:delivery_pk>/resend/",
+        webhooks.webhook_resend,
+        name="webhook_resend",
+    ),
     # Money.
     path("wallet/", views.wallet, name="wallet"),
     path("wallet/sandbox-top-up/", views.sandbox_wallet_top_up, name="sandbox_top_up"),

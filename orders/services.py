@@ -21,6 +21,8 @@ from core.api import success_body
 from core.db import claim
 from core.formats import iso_z, money
 from core.writes import insert_rows
+from events.models import EventType
+from events.services import record_events
 from geo.geocoders import Pin, geocode_addresses
 from geo.services import load_coverage
 from orders.decisions import (
@@ -222,17 +224,32 @@ def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: st
         if accepted == 0
         else BatchStatus.PARTIAL
     )
+    summary = {
+        "batch_id": str(row.pk),
+        "client_batch_id": row.client_batch_id,
+        "status": row.status,
+        "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
+        "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
+    }
     row.response = success_body(
         {
-            "batch_id": str(row.pk),
+            "batch_id": summary["batch_id"],
             "client_batch_id": row.client_batch_id,
             "status": row.status,
             "environment": environment,
             "created_at": iso_z(now),
-            "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
+            "counts": summary["counts"],
             "orders": written.results,
-            "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
+            "poll_url": summary["poll_url"],
         }
+    )
+    # One event for the whole batch, never one per drop (DESIGN.md §11).
+    record_events(
+        business_id=business.pk,
+        environment=environment,
+        event_type=EventType.BATCH_CREATED,
+        payloads=[summary],
+        at=now,
     )
     Batch.objects.filter(pk=row.pk).update(
         status=row.status,

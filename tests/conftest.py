@@ -6,7 +6,7 @@ import pytest
 
 from tests.pgcluster import PostgresCluster
 
-pytest_plugins = ["tests.fixtures", "tests.redis_server"]
+pytest_plugins = ["tests.fixtures", "tests.redis_server", "tests.workers"]
 
 
 @pytest.fixture(scope="session")

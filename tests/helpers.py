@@ -35,6 +35,7 @@ TRACKING_ENTRY_KEYS = {
     "created_at",
     "updated_at",
     "events",
+    "sequence",
 }
 
 

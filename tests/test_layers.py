@@ -1,6 +1,6 @@
 """Packages point one way (docs/architecture.md): each imports only the layers below it.
 
-core ← geo ← accounts ← billing ← orders ← tracking ← dashboard ← console ← config
+core ← geo ← accounts ← events ← billing ← orders ← tracking ← dashboard ← console ← config
 
 Read from the code's own imports with `ast`, migrations included; tests and benchmarks
 may import anything.
@@ -14,7 +14,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["core", "geo", "accounts", "billing", "orders", "tracking", "dashboard", "console"]
+LAYERS = [
+    "core",
+    "geo",
+    "accounts",
+    "events",
+    "billing",
+    "orders",
+    "tracking",
+    "dashboard",
+    "console",
+]
 # The root URLconf, settings and WSGI name every app: that is their job.
 TOP = "config"
 RANK = {name: rank for rank, name in enumerate([*LAYERS, TOP])}

@@ -17,7 +17,10 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
+from events.models import EventType
+from events.services import NewEvent, record_many
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from tracking.selectors import entries_by_drop_id
 
 ALLOWED: dict[str, frozenset[str]] = {
     DropStatus.SCHEDULED: frozenset({DropStatus.PENDING, DropStatus.CANCELLED}),
@@ -98,6 +101,7 @@ def apply_moves(
     events: list[DeliveryEvent] = []
     by_status: dict[str, list[UUID]] = defaultdict(list)
     assigned_orders: set[UUID] = set()
+    paths: dict[UUID, tuple[str, list[str]]] = {}  # drop id → (status before, steps taken)
     drops = list(Drop.objects.select_for_update().filter(pk__in=list(drop_ids)).order_by("pk"))
     # The time is read once we hold the locks: a mover that waited for another one stamps
     # its events after that one's, so a drop's events sorted by time stay a legal path.
@@ -108,6 +112,7 @@ def apply_moves(
             result.refused[drop.pk] = drop.status
             continue
         events += [DeliveryEvent(drop_id=drop.pk, status=s, at=at, actor=actor) for s in path]
+        paths[drop.pk] = (drop.status, path)
         if DropStatus.ASSIGNED in path:
             assigned_orders.add(drop.order_id)
         drop.status, drop.updated_at = path[-1], at
@@ -121,7 +126,34 @@ def apply_moves(
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
+    # Last: the feed lock comes after the account lock a refund takes (events.services).
+    _record_status_changes(result.moved, paths, at)
     return result
+
+
+def _record_status_changes(moved: list[Drop], paths: dict, at: datetime) -> None:
+    """One order.status_changed event per step of every moved drop, in one statement.
+
+    Each carries the drop's tracking entry as of that step (its status, its events so far,
+    its sequence) and the status before the step (DESIGN.md §11).
+    """
+    if not moved:
+        return
+    entries = entries_by_drop_id([drop.pk for drop in moved])
+    new_events = []
+    for drop in moved:
+        entry = entries[str(drop.pk)]
+        previous, path = paths[drop.pk]
+        done = len(entry["events"]) - len(path)
+        for step, status in enumerate(path, start=1):
+            seen = entry["events"][: done + step]
+            data = {**entry, "status": status, "events": seen, "sequence": len(seen)}
+            data["previous_status"] = previous
+            new_events.append(
+                NewEvent(drop.business_id, drop.environment, EventType.ORDER_STATUS_CHANGED, data)
+            )
+            previous = status
+    record_many(new_events, at=at)
 
 
 def _legal_path(current: str, path: list[str]) -> bool:

@@ -29,6 +29,7 @@ PRIVATE_PAGES = [
     "/orders/",
     "/batches/",
     "/sandbox/",
+    "/webhooks/",
 ]
 
 

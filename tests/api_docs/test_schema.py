@@ -19,6 +19,16 @@ OPERATIONS = {
     ("/api/v1/sandbox/orders/advance", "post"),
     ("/api/v1/account", "get"),
     ("/api/v1/service-areas", "get"),
+    ("/api/v1/events", "get"),
+    ("/api/v1/webhook-endpoints", "get"),
+    ("/api/v1/webhook-endpoints", "post"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}", "get"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}", "patch"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}", "delete"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret", "post"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}/test", "post"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}/deliveries", "get"),
+    ("/api/v1/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend", "post"),
 }
 
 
@@ -75,11 +85,11 @@ def test_bearer_auth_and_headers_are_described():
     for path, method in OPERATIONS:
         op = schema["paths"][path][method]
         assert op["security"] == [{"ApiKey": []}]
-        assert "X-Request-Id" in op["responses"]["200"]["headers"]
+        # 200, or 201 where something is created (POST /webhook-endpoints).
+        ok = op["responses"].get("200") or op["responses"]["201"]
+        assert "X-Request-Id" in ok["headers"]
         assert "Retry-After" in op["responses"]["429"]["headers"]
-        assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= set(
-            op["responses"]["200"]["headers"]
-        )
+        assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= set(ok["headers"])
     bulk = schema["paths"]["/api/v1/orders/bulk"]["post"]
     (key,) = [p for p in bulk["parameters"] if p["name"] == "Idempotency-Key"]
     assert key["in"] == "header" and key["required"] is True
@@ -130,12 +140,21 @@ def test_error_codes_per_endpoint():
     advance = ("/api/v1/sandbox/orders/advance", "post")
     assert "SANDBOX_ONLY" in error_codes(schema, *advance, "403")
     assert error_codes(schema, "/api/v1/batches/{batch_id}", "get", "404") == ["NOT_FOUND"]
+    endpoints = "/api/v1/webhook-endpoints"
+    assert error_codes(schema, endpoints, "post", "409") == ["ENDPOINT_LIMIT_REACHED"]
+    assert error_codes(schema, f"{endpoints}/{{endpoint_id}}/test", "post", "409") == [
+        "ENDPOINT_DISABLED"
+    ]
+    assert error_codes(schema, "/api/v1/events", "get", "400") == ["VALIDATION_ERROR"]
+    for path, method in OPERATIONS:
+        if "{endpoint_id}" in path:
+            assert error_codes(schema, path, method, "404") == ["NOT_FOUND"]
     for path, method in OPERATIONS:
         assert error_codes(schema, path, method, "401") == ["UNAUTHENTICATED"]
         assert error_codes(schema, path, method, "405") == ["METHOD_NOT_ALLOWED"]
         assert error_codes(schema, path, method, "413") == ["PAYLOAD_TOO_LARGE"]
         assert error_codes(schema, path, method, "429") == ["RATE_LIMITED"]
-        if method == "post":
+        if "requestBody" in schema["paths"][path][method]:
             assert error_codes(schema, path, method, "415") == ["UNSUPPORTED_MEDIA_TYPE"]
 
 

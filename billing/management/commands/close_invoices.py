@@ -1,4 +1,8 @@
-"""close_invoices: issue the invoices of ended months (run daily or on the 1st by cron)."""
+"""close_invoices: issue the invoices of ended months.
+
+The workers do it hourly (billing.tasks, core/schedule.py); this is for operators, and
+--month closes one past month by hand.
+"""
 
 import re
 from datetime import datetime

@@ -1,20 +1,20 @@
-"""purge_idempotency_keys: delete idempotency records older than IDEMPOTENCY_TTL_HOURS."""
+"""purge_idempotency_keys: delete idempotency records older than IDEMPOTENCY_TTL_HOURS.
 
-from datetime import timedelta
+The workers run it hourly (orders.tasks, core/schedule.py); this is the operator's way to
+run it now.
+"""
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.utils import timezone
 
-from orders.models import IdempotencyRecord
+from orders.tasks import idempotency_cutoff, purge_idempotency_records
 
 
 class Command(BaseCommand):
     help = "Delete idempotency records past their retention (IDEMPOTENCY_TTL_HOURS)."
 
     def handle(self, *args, **opts):
-        cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_TTL_HOURS)
-        deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
+        cutoff = idempotency_cutoff()
+        deleted = purge_idempotency_records(cutoff)
         self.stdout.write(
             f"Purged {deleted} idempotency record(s) older than {cutoff:%Y-%m-%d %H:%M}Z."
         )

@@ -1,4 +1,7 @@
-"""dispatch_due_orders: move due SCHEDULED drops to PENDING (cron, every minute)."""
+"""dispatch_due_orders: move due SCHEDULED drops to PENDING now.
+
+The workers do it every minute (tracking.tasks, core/schedule.py); this is for operators.
+"""
 
 from django.core.management.base import BaseCommand
 

@@ -1,0 +1,34 @@
+"""The periodic jobs, in one place: each task's dotted path and how often it runs.
+
+The `db_worker` processes run them (core/scheduler.py claims each slot once for all the
+workers); cron is not needed. A slot starts on a multiple of its interval since the epoch
+(every minute on the minute, hourly on the hour, UTC). Every job is idempotent, so a slot
+that runs late, or runs again after a crash, does no harm; a slot missed while no worker ran
+is not run afterwards: the next slot does the whole work.
+
+The jobs are named, not imported: core sits below the apps that own them, and a job whose
+module has not landed yet is skipped with a warning instead of stopping the workers.
+The management commands of the same names stay, for operators.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+MINUTE = timedelta(minutes=1)
+HOUR = timedelta(hours=1)
+
+SCHEDULE: dict[str, timedelta] = {
+    # Scheduled drops whose pickup time has come become PENDING.
+    "tracking.tasks.dispatch_due_orders": MINUTE,
+    # Webhook deliveries that are due and have no live task are enqueued again.
+    "events.tasks.sweep_deliveries": MINUTE,
+    "orders.tasks.purge_idempotency_keys": HOUR,
+    "events.tasks.purge_old_events": HOUR,
+    "geo.tasks.purge_geocode_cache": HOUR,
+    "core.tasks.purge_rate_counters": HOUR,
+    "core.tasks.prune_task_results": HOUR,
+    # Closes only months that have ended: hourly issues them within the hour after a month
+    # ends in TIME_ZONE (slots are cut in UTC), and costs one indexed query otherwise.
+    "billing.tasks.close_invoices": HOUR,
+}

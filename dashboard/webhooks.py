@@ -1,0 +1,234 @@
+"""Dashboard pages for webhook endpoints: thin views over events/endpoints.py, as the API.
+
+List and create (the secret shown once, like an API key), edit, switch on and off,
+rotate the secret, send a test event, delete, and an endpoint's delivery log with a
+resend button per delivery.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from accounts.models import Environment
+from dashboard.forms import WebhookEndpointForm
+from dashboard.views import (
+    _key_environments,
+    _new_key_form_token,
+    _page,
+    _spend_key_form_token,
+    business_view,
+)
+from events.endpoints import (
+    MAX_ENDPOINTS,
+    EndpointRefused,
+    IssuedSecret,
+    create_endpoint,
+    delete_endpoint,
+    resend_delivery,
+    rotate_secret,
+    send_test_event,
+    update_endpoint,
+)
+from events.models import WebhookEndpoint
+from events.selectors import deliveries_of, endpoints_of, find_delivery, find_endpoint
+
+_ALREADY_SENT = (
+    "This form was already sent, so nothing new was made. A secret is shown only once: if "
+    "you did not copy it, rotate it again."
+)
+
+
+def _list_url(environment: str) -> str:
+    return reverse("dashboard:webhooks") + f"?environment={environment}"
+
+
+def _endpoint_of(request, pk: uuid.UUID) -> WebhookEndpoint:
+    endpoint = find_endpoint(business=request.business, environment=None, endpoint_id=pk)
+    if endpoint is None:
+        raise Http404("No such webhook endpoint.")
+    return endpoint
+
+
+def _may_manage(request, environment: str) -> bool:
+    """Endpoints are managed where keys may be made: sandbox once approved, live once live."""
+    if environment in _key_environments(request.business):
+        return True
+    messages.error(request, f"Your account cannot manage {environment} webhooks yet.")
+    return False
+
+
+@never_cache  # the POST answer carries the only copy of a new secret
+@business_view
+def webhooks(request):
+    business = request.business
+    allowed = _key_environments(business)
+    source = request.POST if request.method == "POST" else request.GET
+    environment = source.get("environment", "")
+    if environment not in Environment.values:
+        environment = Environment.SANDBOX
+    form = WebhookEndpointForm(request.POST or None)
+    issued: IssuedSecret | None = None
+    status = 200
+    if request.method == "POST":
+        if not _may_manage(request, environment):
+            status = 403
+        elif not _spend_key_form_token(request):
+            messages.warning(request, _ALREADY_SENT)
+            form = WebhookEndpointForm()
+            status = 409
+        elif form.is_valid():
+            try:
+                issued = create_endpoint(
+                    business=business, environment=environment, **form.cleaned_data
+                )
+            except EndpointRefused as exc:
+                messages.error(request, exc.message)
+                status = 409
+            else:
+                # Rendered into this response only: never in the session, a URL or a log.
+                form = WebhookEndpointForm()
+                status = 201
+        else:
+            status = 400
+    return render(
+        request,
+        "dashboard/webhooks.html",
+        {
+            "environment": environment,
+            "environments": Environment.choices,
+            "can_manage": environment in allowed,
+            "endpoints": endpoints_of(business=business, environment=environment),
+            "max_endpoints": MAX_ENDPOINTS,
+            "form": form,
+            "issued": issued,
+            "form_token": _new_key_form_token(request),
+        },
+        status=status,
+    )
+
+
+def _endpoint_page(request, endpoint, *, form=None, secret: str = "", status: int = 200):
+    if form is None:
+        form = WebhookEndpointForm(
+            initial={
+                "url": endpoint.url,
+                "description": endpoint.description,
+                "event_types": endpoint.event_types,
+            }
+        )
+    return render(
+        request,
+        "dashboard/webhook.html",
+        {
+            "endpoint": endpoint,
+            "form": form,
+            "secret": secret,
+            "can_manage": endpoint.environment in _key_environments(request.business),
+            "deliveries": _page(request, deliveries_of(endpoint=endpoint)),
+            "form_token": _new_key_form_token(request),
+            "now": timezone.now(),
+        },
+        status=status,
+    )
+
+
+@never_cache
+@business_view
+def webhook_endpoint(request, pk: uuid.UUID):
+    """The endpoint, its settings form (POST saves them) and its delivery log."""
+    endpoint = _endpoint_of(request, pk)
+    if request.method != "POST":
+        return _endpoint_page(request, endpoint)
+    if not _may_manage(request, endpoint.environment):
+        return _endpoint_page(request, endpoint, status=403)
+    form = WebhookEndpointForm(request.POST)
+    if not form.is_valid():
+        return _endpoint_page(request, endpoint, form=form, status=400)
+    try:
+        update_endpoint(endpoint=endpoint, **form.cleaned_data)
+    except WebhookEndpoint.DoesNotExist as exc:
+        raise Http404("No such webhook endpoint.") from exc
+    messages.success(request, "Saved.")
+    return redirect("dashboard:webhook", pk=endpoint.pk)
+
+
+@require_POST
+@business_view
+def webhook_enabled(request, pk: uuid.UUID):
+    """Switch the endpoint on (forgetting why we switched it off) or off."""
+    endpoint = _endpoint_of(request, pk)
+    if _may_manage(request, endpoint.environment):
+        enabled = request.POST.get("enabled") == "true"
+        update_endpoint(endpoint=endpoint, enabled=enabled)
+        messages.success(
+            request,
+            "The endpoint is on: events are sent to it again."
+            if enabled
+            else "The endpoint is off: nothing is sent to it until you switch it on.",
+        )
+    return redirect("dashboard:webhook", pk=endpoint.pk)
+
+
+@never_cache  # the answer carries the only copy of the new secret
+@require_POST
+@business_view
+def webhook_rotate(request, pk: uuid.UUID):
+    endpoint = _endpoint_of(request, pk)
+    if not _may_manage(request, endpoint.environment):
+        return _endpoint_page(request, endpoint, status=403)
+    if not _spend_key_form_token(request):
+        messages.warning(request, _ALREADY_SENT)
+        return _endpoint_page(request, endpoint, status=409)
+    issued = rotate_secret(endpoint=endpoint, at=timezone.now())
+    return _endpoint_page(request, issued.endpoint, secret=issued.secret)
+
+
+@require_POST
+@business_view
+def webhook_test(request, pk: uuid.UUID):
+    endpoint = _endpoint_of(request, pk)
+    if _may_manage(request, endpoint.environment):
+        try:
+            event = send_test_event(endpoint=endpoint, at=timezone.now())
+        except EndpointRefused as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(
+                request, f"Test event {event.public_id} queued: its delivery shows below."
+            )
+    return redirect("dashboard:webhook", pk=endpoint.pk)
+
+
+@require_POST
+@business_view
+def webhook_resend(request, pk: uuid.UUID, delivery_pk: int):
+    endpoint = _endpoint_of(request, pk)
+    delivery = find_delivery(endpoint=endpoint, delivery_id=delivery_pk)
+    if delivery is None:
+        raise Http404("No such delivery.")
+    if _may_manage(request, endpoint.environment):
+        try:
+            resend_delivery(delivery=delivery, at=timezone.now())
+        except EndpointRefused as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Delivery of {delivery.event.public_id} queued again.")
+    return redirect("dashboard:webhook", pk=endpoint.pk)
+
+
+@business_view
+def webhook_delete(request, pk: uuid.UUID):
+    endpoint = _endpoint_of(request, pk)
+    if request.method == "POST" and _may_manage(request, endpoint.environment):
+        delete_endpoint(endpoint=endpoint)
+        messages.success(request, f"The endpoint {endpoint.url} is deleted.")
+        return redirect(_list_url(endpoint.environment))
+    return render(request, "dashboard/webhook_delete.html", {"endpoint": endpoint})

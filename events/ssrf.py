@@ -1,0 +1,84 @@
+"""Which webhook URLs we may call (DESIGN.md §11): https, and never an internal address.
+
+With WEBHOOK_ALLOW_PRIVATE_URLS (local demos and tests) plain http and private addresses
+are allowed. The rule is checked when an endpoint is saved and again at each delivery,
+where the address connected to is the address checked (events/delivery.py).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from urllib.parse import SplitResult, urlsplit
+
+from django.conf import settings
+
+
+class UnsafeUrl(ValueError):
+    """The URL may not be called; the message says why, for a `url` detail."""
+
+
+def check_url(url: str) -> None:
+    """Refuse a malformed URL, another scheme, or (in production) an internal host."""
+    if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
+        _parse(url)  # no look-up: any host will do
+        return
+    checked_addresses(url)
+
+
+def checked_addresses(url: str) -> tuple[SplitResult, list[str]]:
+    """Resolve the URL's host once and check every address; a caller connects to these.
+
+    At delivery (events/delivery.py) a name that resolved to a public address when the
+    endpoint was saved must not reach an internal one now (DNS rebinding), so nothing
+    re-resolves between this check and the connection.
+    """
+    parts = _parse(url)
+    allow_private = settings.WEBHOOK_ALLOW_PRIVATE_URLS
+    if parts.scheme != "https" and not allow_private:
+        raise UnsafeUrl("Must be an https URL.")
+    addresses = resolve(parts.hostname, parts.port or default_port(parts.scheme))
+    if not allow_private:
+        for address in addresses:
+            refuse_internal(address)
+    return parts, addresses
+
+
+def default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def _parse(url: str) -> SplitResult:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a bad port
+    except ValueError as exc:
+        raise UnsafeUrl("Must be a valid http(s) URL.") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UnsafeUrl("Must be a valid http(s) URL.")
+    return parts
+
+
+def resolve(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UnsafeUrl("The host name does not resolve.") from exc
+    return sorted({info[4][0] for info in infos})
+
+
+def refuse_internal(address: str) -> None:
+    """Loopback, private, link-local, multicast, reserved or unspecified: never called."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    if (
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or not ip.is_global
+    ):
+        raise UnsafeUrl("Must not point at a loopback, private or link-local address.")
