@@ -39,6 +39,7 @@ test: $(STAMP) test-deps
 bench: $(STAMP)
 	$(PY) bench/geo.py
 	$(PY) bench/bulk.py
+	$(PY) bench/webhooks.py
 
 browser-deps:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)

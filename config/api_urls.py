@@ -9,12 +9,13 @@ from core.openapi import DocsView, SchemaView
 from events.api import EventViewSet, WebhookEndpointViewSet
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
-from tracking.api import SandboxViewSet, TrackingViewSet
+from tracking.api import OrderListViewSet, SandboxViewSet, TrackingViewSet
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # both /orders/bulk and /orders/bulk/ answer
 router.register("orders", OrderViewSet, basename="orders")
 router.register("orders", TrackingViewSet, basename="tracking")
+router.register("orders", OrderListViewSet, basename="order-list")
 router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")

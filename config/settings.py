@@ -202,6 +202,7 @@ MAX_BODY_BYTES = env_int("MAX_BODY_BYTES", default=10 * 1024 * 1024, minimum=1)
 MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
 MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
+QUOTE_TTL_MINUTES = env_int("QUOTE_TTL_MINUTES", default=15, minimum=1)
 IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).
 RATE_LIMIT_DEFAULT = env_rate("RATE_LIMIT_DEFAULT", default="1200/minute")

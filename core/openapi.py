@@ -120,6 +120,12 @@ BAD_REQUEST = failure(
     "MALFORMED_JSON: the body is not JSON. VALIDATION_ERROR: the body's shape is wrong; "
     "`details` lists every problem with its field path.",
 )
+QUERY_BAD_REQUEST = failure(
+    "QueryBadRequest",
+    400,
+    ["VALIDATION_ERROR"],
+    "A query parameter is wrong; `details` names it.",
+)
 UNAUTHENTICATED = failure(
     "Unauthenticated",
     401,

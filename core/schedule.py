@@ -24,6 +24,7 @@ SCHEDULE: dict[str, timedelta] = {
     # Webhook deliveries that are due and have no live task are enqueued again.
     "events.tasks.sweep_deliveries": MINUTE,
     "orders.tasks.purge_idempotency_keys": HOUR,
+    "orders.tasks.purge_expired_quotes": HOUR,
     "events.tasks.purge_old_events": HOUR,
     "geo.tasks.purge_geocode_cache": HOUR,
     "core.tasks.purge_rate_counters": HOUR,

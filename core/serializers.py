@@ -14,7 +14,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from core.api import validation_error
+from core.api import ApiError, bounded_details, validation_error
 
 # Text that is blank after strip() or holds a NUL (PostgreSQL text cannot) is refused.
 NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
@@ -107,3 +107,37 @@ def error_details(errors: Any, path: str = "") -> list[dict[str, str]]:
         # A nested many=True serializer: one entry per item, empty for the valid ones.
         return [d for i, item in enumerate(errors) for d in error_details(item, f"{path}[{i}]")]
     return [{"field": path, "message": str(errors)}]
+
+
+class QueryNumber(serializers.IntegerField):
+    """A whole number in a query string: digits only (not "5.0", "+5" or " 5")."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and data.isascii() and data.isdigit() and len(data) <= 19:
+            return super().to_internal_value(data)
+        self.fail("invalid")
+
+
+QUERY_NOT_VALID = "The query parameters are not valid."
+
+
+def parse_query(request, shape: type[Input]) -> dict:
+    """The validated query parameters, or 400 VALIDATION_ERROR naming each bad one.
+
+    An unknown parameter is refused too: a misspelt `limit` must not silently mean 100.
+    """
+    params = request.query_params.dict()
+    unknown = [
+        {"field": name, "message": "Unknown query parameter."}
+        for name in params
+        if name not in shape().fields
+    ]
+    try:
+        parsed = shape.parse(params)
+    except ApiError as exc:
+        exc.details = bounded_details([*unknown, *exc.details])
+        exc.message = QUERY_NOT_VALID
+        raise
+    if unknown:
+        raise ApiError(400, "VALIDATION_ERROR", QUERY_NOT_VALID, bounded_details(unknown))
+    return parsed

@@ -6,7 +6,8 @@ import json
 import secrets
 import uuid
 from dataclasses import dataclass
-from functools import wraps
+from datetime import datetime
+from functools import partial, wraps
 from pathlib import Path
 
 from django.conf import settings
@@ -26,6 +27,7 @@ from accounts.models import ApiKey, BillingModel, Business, Environment, Stage
 from billing import onboarding as billing_onboarding
 from billing.models import Invoice, LedgerEntry
 from billing.services import BillingError, account_summary, sandbox_top_up
+from core.cursors import InvalidCursor
 from dashboard.forms import (
     AdvanceForm,
     ApiKeyForm,
@@ -40,9 +42,10 @@ from orders import onboarding as orders_onboarding
 from orders.api import base_url_of
 from orders.errors import BatchRefused
 from orders.inputs import parse_batch
-from orders.models import Batch, Drop
+from orders.models import Batch, Drop, DropStatus
 from orders.selectors import batch_detail
 from orders.services import create_batch
+from tracking.listing import DropFilters, list_drops
 from tracking.services import advance_sandbox_orders
 
 PAGE_SIZE = 25
@@ -362,16 +365,45 @@ def sandbox_wallet_top_up(request):
 
 @business_view
 def orders(request):
+    # The same listing as GET /api/v1/orders (tracking/listing.py), newest first, with
+    # the page's position in an opaque cursor: no second way of reading drops.
     form = OrderFilterForm(request.GET or None)
-    drops = Drop.objects.filter(business=request.business).order_by("-created_at", "-id")
+    environments, filters = list(Environment.values), DropFilters()
     if form.is_valid():
-        if q := form.cleaned_data["q"].strip():
-            drops = drops.filter(client_order_id__icontains=q)
         if environment := form.cleaned_data["environment"]:
-            drops = drops.filter(environment=environment)
-        if status := form.cleaned_data["status"]:
-            drops = drops.filter(status=status)
-    return render(request, "dashboard/orders.html", {"form": form, "drops": _page(request, drops)})
+            environments = [environment]
+        status = form.cleaned_data["status"]
+        filters = DropFilters(
+            statuses=(status,) if status else (),
+            client_order_id_contains=form.cleaned_data["q"].strip(),
+        )
+    cursor = request.GET.get("cursor", "")[:1000]
+    listing = partial(
+        list_drops,
+        business=request.business,
+        environments=environments,
+        filters=filters,
+        limit=PAGE_SIZE,
+    )
+    try:
+        page = listing(cursor=cursor or None)
+    except InvalidCursor:
+        # A link from other filters (or edited by hand): start from the newest instead.
+        cursor, page = "", listing(cursor=None)
+    rows = [
+        {
+            **entry,
+            "environment_label": Environment(entry["environment"]).label,
+            "status_label": DropStatus(entry["status"]).label,
+            "created": datetime.fromisoformat(entry["created_at"]),
+        }
+        for entry in page.orders
+    ]
+    return render(
+        request,
+        "dashboard/orders.html",
+        {"form": form, "orders": rows, "page": page, "cursor": cursor},
+    )
 
 
 @business_view

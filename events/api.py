@@ -7,8 +7,9 @@ from django.utils import timezone
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
-from core.api import ApiError, bounded_details, envelope, json_body, validation_error
+from core.api import ApiError, envelope, json_body, validation_error
 from core.formats import iso_z
+from core.serializers import parse_query
 from events.endpoints import (
     EndpointRefused,
     create_endpoint,
@@ -44,30 +45,6 @@ from events.selectors import (
     find_delivery,
     find_endpoint,
 )
-
-QUERY_NOT_VALID = "The query parameters are not valid."
-
-
-def parse_query(request, shape) -> dict:
-    """The validated query parameters, or 400 VALIDATION_ERROR naming each bad one.
-
-    An unknown parameter is refused too: a misspelt `limit` must not silently mean 100.
-    """
-    params = request.query_params.dict()
-    unknown = [
-        {"field": name, "message": "Unknown query parameter."}
-        for name in params
-        if name not in shape().fields
-    ]
-    try:
-        parsed = shape.parse(params)
-    except ApiError as exc:
-        exc.details = bounded_details([*unknown, *exc.details])
-        exc.message = QUERY_NOT_VALID
-        raise
-    if unknown:
-        raise ApiError(400, "VALIDATION_ERROR", QUERY_NOT_VALID, bounded_details(unknown))
-    return parsed
 
 
 def _refused(exc: EndpointRefused) -> ApiError:

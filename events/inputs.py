@@ -10,7 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from core.serializers import NO_NUL, Input
+from core.serializers import NO_NUL, Input, QueryNumber
 from events.endpoints import (
     ALL_TYPES,
     MAX_DESCRIPTION_LENGTH,
@@ -54,15 +54,6 @@ class PlainText(serializers.RegexField):
         if isinstance(data, str) and not data.strip():
             return ""
         return super().run_validation(data)
-
-
-class QueryNumber(serializers.IntegerField):
-    """A whole number in a query string: digits only (not "5.0", "+5" or " 5")."""
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, str) and data.isascii() and data.isdigit() and len(data) <= 19:
-            return super().to_internal_value(data)
-        self.fail("invalid")
 
 
 class WebhookUrl(serializers.RegexField):

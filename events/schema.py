@@ -15,6 +15,7 @@ from accounts.schema import ENVIRONMENTS
 from core.openapi import (
     EVERY_CALL,
     EVERY_POST,
+    QUERY_BAD_REQUEST,
     const,
     envelope,
     failure,
@@ -135,12 +136,6 @@ DeliveryList = shape(
 
 # --- Errors and parameters -------------------------------------------------------------
 
-QUERY_BAD_REQUEST = failure(
-    "QueryBadRequest",
-    400,
-    ["VALIDATION_ERROR"],
-    "A query parameter is wrong; `details` names it.",
-)
 ENDPOINT_NOT_FOUND = failure(
     "WebhookEndpointNotFound",
     404,

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 from django.conf import settings
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
 from core.api import ApiError, envelope, json_body, json_response
+from core.cursors import InvalidCursor
+from core.formats import iso_z, money
+from core.serializers import QUERY_NOT_VALID, parse_query
 from orders.errors import BatchRefused
-from orders.inputs import idempotency_key_from, parse_batch
-from orders.schema import BATCH, BULK
-from orders.selectors import batch_detail
-from orders.services import create_batch
+from orders.inputs import BatchesQuery, idempotency_key_from, parse_batch
+from orders.schema import BATCH, BATCHES, BULK, QUOTE
+from orders.selectors import batch_detail, list_batches
+from orders.services import QuoteResult, create_batch, quote_batch
 
 
 def base_url_of(request) -> str:
@@ -38,14 +42,74 @@ class OrderViewSet(viewsets.ViewSet):
                 base_url=base_url_of(request),
             )
         except BatchRefused as refused:
-            raise ApiError(409, refused.code, refused.message) from refused
+            raise ApiError(refused.status, refused.code, refused.message) from refused
         headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
         return json_response(result.body, 200, headers)
+
+    @QUOTE
+    @action(detail=False, methods=["post"], url_path="quote", throttle_scope="bulk")
+    def quote(self, request):
+        result = quote_batch(
+            business=request.auth.business,
+            environment=request.auth.environment,
+            batch=parse_batch(json_body(request)),
+        )
+        return envelope(quote_data(result))
+
+
+def quote_data(result: QuoteResult) -> dict:
+    """The answer of POST /orders/quote (DESIGN.md §12)."""
+    quote, orders = result.quote, []
+    for decision in result.decisions.drops:
+        drop = decision.drop
+        entry = {"client_order_id": drop.client_order_id, "external_waybill": drop.external_waybill}
+        if decision.accepted:
+            entry |= {"status": "quotable", "price": money(decision.price)}
+            entry |= decision.resolved_pins()
+        else:
+            entry |= {
+                "status": "rejected",
+                "failure_reason": decision.reason.name,
+                "message": decision.message,
+            }
+        orders.append(entry)
+    quotable = result.decisions.accepted
+    return {
+        "quote_id": str(quote.pk),
+        "expires_at": iso_z(quote.expires_at),
+        "environment": quote.environment,
+        "currency": settings.CURRENCY,
+        "total_price": money(sum((d.price for d in quotable), Decimal("0.00"))),
+        "counts": {
+            "total": len(orders),
+            "quotable": len(quotable),
+            "rejected": len(orders) - len(quotable),
+        },
+        "orders": orders,
+    }
 
 
 class BatchViewSet(viewsets.ViewSet):
     lookup_url_kwarg = "batch_id"
     lookup_value_regex = "[^/]+"
+
+    @BATCHES
+    def list(self, request):
+        query = parse_query(request, BatchesQuery)
+        try:
+            page = list_batches(
+                business=request.auth.business,
+                environment=request.auth.environment,
+                limit=query["limit"],
+                cursor=query.get("cursor"),
+                base_url=base_url_of(request),
+            )
+        except InvalidCursor as exc:
+            detail = {"field": "cursor", "message": str(exc)}
+            raise ApiError(400, "VALIDATION_ERROR", QUERY_NOT_VALID, [detail]) from exc
+        return envelope(
+            {"batches": page.batches, "has_more": page.has_more, "next_cursor": page.next_cursor}
+        )
 
     @BATCH
     def retrieve(self, request, batch_id=None):

@@ -175,6 +175,15 @@ class DropDecision:
     def message(self) -> str:
         return MESSAGES[self.reason, self.side]
 
+    def resolved_pins(self) -> dict:
+        """The geocoded pins an accepted result echoes (DESIGN.md §4)."""
+        pins = {}
+        if self.located.resolved:
+            pins["resolved_pin"] = {"lat": self.located.pin[0], "long": self.located.pin[1]}
+        if self.pickup.resolved:
+            pins["pickup_resolved_pin"] = {"lat": self.pickup.pin[0], "long": self.pickup.pin[1]}
+        return pins
+
 
 @dataclass(slots=True)
 class Decisions:
@@ -183,6 +192,8 @@ class Decisions:
     batch: BatchIn
     drops: list[DropDecision]
     state: AccountState
+    # A quote's prices, one per drop (None where it refused the drop): honoured if given.
+    quoted_prices: list[Decimal | None] | None = None
 
     @property
     def accepted(self) -> list[DropDecision]:
@@ -190,9 +201,17 @@ class Decisions:
 
 
 def decide_batch(
-    batch: BatchIn, pins: dict[str, Pin | None], state: AccountState, now: datetime
+    batch: BatchIn,
+    pins: dict[str, Pin | None],
+    state: AccountState,
+    now: datetime,
+    quoted_prices: list[Decimal | None] | None = None,
 ) -> Decisions:
-    """Rules 1–8 of DESIGN.md §4 for every drop, in submission order; no query, no write."""
+    """Rules 1–8 of DESIGN.md §4 for every drop, in submission order; no query, no write.
+
+    With `quoted_prices` (a quote's, DESIGN.md §12) a drop is charged its quoted price
+    instead of the plan's, and rule 8 weighs that price.
+    """
     groups = batch.groups
     pickups = [locate(g.pickup.place, g.pickup.phone, pins) for g in groups]
     drops = [[locate(d.place, d.phone, pins) for d in g.drops] for g in groups]
@@ -204,7 +223,7 @@ def decide_batch(
         for drop, located in zip(group.drops, located_drops, strict=True):
             reason, side = _first_failure(pickup, located)
             decided.append(DropDecision(index, drop, pickup, located, reason, side))
-    return decide_charges(Decisions(batch, decided, state), state)
+    return decide_charges(Decisions(batch, decided, state, quoted_prices), state)
 
 
 def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
@@ -215,7 +234,8 @@ def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
     """
     remaining = state.balance
     accepted_ids: set[str] = set()
-    for decision in decisions.drops:
+    quoted = decisions.quoted_prices or [None] * len(decisions.drops)
+    for decision, quoted_price in zip(decisions.drops, quoted, strict=True):
         if decision.reason is not None and decision.reason < Reason.DUPLICATE_CLIENT_ORDER_ID:
             continue
         decision.reason, decision.side, decision.price = None, "", None
@@ -223,7 +243,10 @@ def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
         if client_order_id in state.taken or client_order_id in accepted_ids:
             decision.reason, decision.side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
             continue
-        price = price_for(state.plan, haversine_km(*decision.pickup.pin, *decision.located.pin))
+        price = quoted_price
+        if price is None:
+            km = haversine_km(*decision.pickup.pin, *decision.located.pin)
+            price = price_for(state.plan, km)
         if state.charges_wallet and price > remaining:
             decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"
             continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 class BatchRefused(Exception):
     """A batch that is not processed: nothing was written. `code` is its wire code."""
 
+    status = 409
     code = "BATCH_REFUSED"
     message = "The batch was refused."
 
@@ -21,3 +22,23 @@ class IdempotencyKeyReused(BatchRefused):
 class ClientBatchIdReused(BatchRefused):
     code = "CLIENT_BATCH_ID_REUSED"
     message = "This client_batch_id was already used with a different body."
+
+
+class QuoteNotFound(BatchRefused):
+    status = 404
+    code = "NOT_FOUND"
+    message = "No such quote."
+
+
+class QuoteExpired(BatchRefused):
+    code = "QUOTE_EXPIRED"
+    message = "This quote has expired: ask for a new one."
+
+
+class QuoteUsed(QuoteExpired):
+    message = "This quote already backs a batch: ask for a new one."
+
+
+class QuoteMismatch(BatchRefused):
+    code = "QUOTE_MISMATCH"
+    message = "The body is not the one this quote was made for."

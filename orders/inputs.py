@@ -1,4 +1,4 @@
-"""Shape validation of POST /orders/bulk: every request-level 400 of DESIGN.md §4.
+"""Shape validation of POST /orders/bulk (every request-level 400 of DESIGN.md §4); GET /batches.
 
 Hand-written rather than DRF serializers because it runs once per drop on the hot path
 (5000 drops in one call); phone and coordinate *validity* is not checked here, since a
@@ -15,13 +15,16 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from rest_framework import serializers
 
 from core.api import MAX_ERROR_DETAILS, ApiError, validation_error
+from core.serializers import Input, QueryNumber
 
 MAX_ID = 100
 MAX_NAME = 200
 MAX_WAYBILL = 200
 MAX_ADDRESS_PART = 500
+MAX_BATCHES_PAGE = 500
 _EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
@@ -66,7 +69,14 @@ class GroupIn:
 class BatchIn:
     client_batch_id: str
     groups: list[GroupIn]
-    fingerprint: str
+    fingerprint: str  # of the body as sent: what idempotency compares
+    quote_id: uuid.UUID | None = None
+    quoted_fingerprint: str = ""  # of the body less its quote_id: what a quote compares
+
+    @property
+    def quote_unknown(self) -> bool:
+        """A quote_id was sent that cannot name any quote (not a UUID)."""
+        return self.quoted_fingerprint != "" and self.quote_id is None
 
 
 def fingerprint_of(body: Any) -> str:
@@ -189,6 +199,8 @@ def parse_batch(body: Any) -> BatchIn:
         raise validation_error([{"field": "", "message": "The body must be a JSON object."}])
     errors = _Errors()
     client_batch_id = errors.text(body, "client_batch_id", "", MAX_ID)
+    if "quote_id" in body:
+        errors.text(body, "quote_id", "", MAX_ID)
     orders = body.get("orders")
     groups: list[GroupIn] = []
     if not isinstance(orders, list) or not orders:
@@ -256,4 +268,33 @@ def parse_batch(body: Any) -> BatchIn:
             groups.append(GroupIn(pickup=pickup_in, drops=drops))
     if errors.items:
         raise validation_error(errors.items, errors.more)
-    return BatchIn(client_batch_id=client_batch_id, groups=groups, fingerprint=fingerprint_of(body))
+    parsed = BatchIn(client_batch_id, groups, fingerprint=fingerprint_of(body))
+    if "quote_id" in body:
+        parsed.quoted_fingerprint = fingerprint_of(
+            {key: value for key, value in body.items() if key != "quote_id"}
+        )
+        try:
+            parsed.quote_id = uuid.UUID(body["quote_id"])
+        except ValueError:
+            parsed.quote_id = None  # unknown: 404 NOT_FOUND, as any other unknown id
+    return parsed
+
+
+class BatchesQuery(Input):
+    """GET /batches: the query parameters, validated and documented."""
+
+    limit = QueryNumber(
+        min_value=1,
+        max_value=MAX_BATCHES_PAGE,
+        required=False,
+        default=100,
+        help_text=f"1..{MAX_BATCHES_PAGE}, default 100.",
+    )
+    cursor = serializers.RegexField(
+        r"^[A-Za-z0-9_:-]+$",
+        max_length=1000,
+        required=False,
+        trim_whitespace=False,
+        error_messages={"invalid": "Must be a next_cursor from an earlier page."},
+        help_text="The `next_cursor` of the previous page.",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 from django.db import models
 from django.db.models import Q
@@ -58,6 +59,12 @@ class Batch(models.Model):
     class Meta:
         verbose_name_plural = "batches"
         ordering = ["-created_at"]
+        # GET /batches, newest first (orders/selectors.py).
+        indexes = [
+            models.Index(
+                fields=["business", "environment", "created_at", "id"], name="batch_listing"
+            )
+        ]
         constraints = [
             # A FAILED batch created nothing, so it reserves nothing (DESIGN.md §4); keep
             # the condition in step with orders.services.RESERVING_BATCHES_SQL.
@@ -90,6 +97,37 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return str(self.key)
+
+
+class Quote(models.Model):
+    """What a batch body would cost and which drops would be refused, for QUOTE_TTL_MINUTES.
+
+    Decided exactly as a batch is (orders.decisions), written nowhere else: a bulk body
+    carrying its id is charged these prices (DESIGN.md §12), whatever the plan says by then.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE)
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    # SHA-256 of the body as sent (a bulk body must match it, less its quote_id).
+    fingerprint = models.CharField(max_length=64)
+    # One entry per drop in submission order: its price as a string, or null if refused.
+    prices = models.JSONField()
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    # The one batch that accepted drops at these prices.
+    batch = models.OneToOneField(
+        Batch, null=True, blank=True, on_delete=models.SET_NULL, related_name="quote"
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="quote_expiry")]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+    def decimal_prices(self) -> list[Decimal | None]:
+        return [None if price is None else Decimal(price) for price in self.prices]
 
 
 class Driver(models.Model):
@@ -171,7 +209,19 @@ class Drop(models.Model):
         ]
         # client_order_id first: lookups send the ids as one array (= ANY), which only an
         # index led by that column can use as a condition rather than a filter.
-        indexes = [models.Index(fields=["client_order_id", "business", "environment"])]
+        indexes = [
+            models.Index(fields=["client_order_id", "business", "environment"]),
+            # GET /orders, newest first and by change (tracking/listing.py): one index range
+            # per status, read in key order, so a page never sorts the account's drops.
+            models.Index(
+                fields=["business", "environment", "status", "created_at", "id"],
+                name="drop_listing_by_created",
+            ),
+            models.Index(
+                fields=["business", "environment", "status", "updated_at", "id"],
+                name="drop_listing_by_updated",
+            ),
+        ]
         permissions = [
             ("dispatch_drop", "Can dispatch drops: assign a driver, picked up, delivered, failed"),
             ("cancel_drop", "Can cancel drops (refund or reverse the charge)"),

@@ -1,4 +1,4 @@
-"""POST /orders/bulk and GET /batches/<id> on the wire: their OpenAPI description.
+"""POST /orders/bulk, GET /batches and /batches/<id> on the wire: their OpenAPI description.
 
 Documentation only. The bulk body is parsed by hand (orders/inputs.py), 16× faster than
 nested serializers, and the results are built by the services; tests/api_docs
@@ -19,6 +19,7 @@ from accounts.schema import ENVIRONMENTS
 from core.openapi import (
     EVERY_CALL,
     EVERY_POST,
+    QUERY_BAD_REQUEST,
     UUID_PATTERN,
     const,
     failure,
@@ -29,7 +30,7 @@ from core.openapi import (
 )
 from core.serializers import NO_NUL, optional_text, text
 from orders.decisions import Reason
-from orders.inputs import MAX_ADDRESS_PART, MAX_ID, MAX_NAME, MAX_WAYBILL
+from orders.inputs import MAX_ADDRESS_PART, MAX_ID, MAX_NAME, MAX_WAYBILL, BatchesQuery
 from orders.models import BatchStatus, DropStatus
 
 # Named enums (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] points here).
@@ -117,7 +118,7 @@ class PickupGroup(serializers.Serializer):
     dropoff = serializers.ListField(child=Drop(), min_length=1, help_text="One or more drops.")
 
 
-class BatchRequest(serializers.Serializer):
+class QuoteRequest(serializers.Serializer):
     client_batch_id = text(
         MAX_ID,
         help_text="Your reference for the batch; unique per business and environment for good.",
@@ -126,6 +127,17 @@ class BatchRequest(serializers.Serializer):
         child=PickupGroup(),
         min_length=1,
         help_text=f"Pickup groups; at most {settings.MAX_DROPS_PER_BATCH} drops in all.",
+    )
+
+
+class BatchRequest(QuoteRequest):
+    quote_id = serializers.UUIDField(
+        required=False,
+        help_text=(
+            "A quote of this same body (less quote_id): its prices are charged. Unexpired, "
+            "this account's, backing no other batch; else 409 QUOTE_EXPIRED / QUOTE_MISMATCH "
+            "or 404 NOT_FOUND."
+        ),
     )
 
 
@@ -193,6 +205,36 @@ class BatchDetail(BatchResult):
     orders = _order_results("OrderResultNow", AcceptedOrderNow)
 
 
+class QuotableOrder(serializers.Serializer):
+    client_order_id = serializers.CharField()
+    external_waybill = serializers.CharField(allow_null=True)
+    status = const("quotable")
+    price = money()
+    resolved_pin = Pin(required=False, help_text="Only when the drop was address-only.")
+    pickup_resolved_pin = Pin(required=False, help_text="Only when the pickup was address-only.")
+
+
+class QuoteCounts(serializers.Serializer):
+    total = serializers.IntegerField()
+    quotable = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+
+
+class QuoteResult(serializers.Serializer):
+    quote_id = serializers.UUIDField()
+    expires_at = serializers.DateTimeField()
+    environment = serializers.ChoiceField(choices=ENVIRONMENTS)
+    currency = serializers.CharField()
+    total_price = money()
+    counts = QuoteCounts()
+    orders = PolymorphicProxySerializer(
+        component_name="QuoteOrderResult",
+        serializers={"quotable": QuotableOrder, "rejected": RejectedOrder},
+        resource_type_field_name="status",
+        many=True,
+    )
+
+
 # --- Errors and headers of these two endpoints ----------------------------------------
 
 BULK_BAD_REQUEST = failure(
@@ -205,16 +247,19 @@ BULK_BAD_REQUEST = failure(
 CONFLICT = failure(
     "Conflict",
     409,
-    ["IDEMPOTENCY_KEY_REUSED", "CLIENT_BATCH_ID_REUSED"],
+    ["IDEMPOTENCY_KEY_REUSED", "CLIENT_BATCH_ID_REUSED", "QUOTE_EXPIRED", "QUOTE_MISMATCH"],
     "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key came with a different body. "
     "CLIENT_BATCH_ID_REUSED: this client_batch_id came with a different body. "
+    "QUOTE_EXPIRED: the quote_id's quote expired or already backs a batch. "
+    "QUOTE_MISMATCH: the body (less quote_id) is not the quoted one. "
     "Nothing was created; send a new key (and client_batch_id) for a new batch.",
 )
 NOT_FOUND = failure(
     "NotFound",
     404,
     ["NOT_FOUND"],
-    "No such batch for this key: unknown, not a UUID, or another business's or environment's.",
+    "No such batch (or quote) for this key: unknown, not a UUID, or another business's or "
+    "environment's.",
 )
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -283,6 +328,7 @@ BULK = operation(
         200: success("BatchResult", BatchResult),
         **EVERY_POST,
         400: BULK_BAD_REQUEST,
+        404: NOT_FOUND,
         409: CONFLICT,
     },
     examples=[OpenApiExample("Two drops", value=_BATCH_EXAMPLE, request_only=True)],
@@ -300,6 +346,36 @@ BATCH = operation(
 )
 
 
+class BatchSummary(serializers.Serializer):
+    """As in the data of a `batch.created` event."""
+
+    batch_id = serializers.UUIDField()
+    client_batch_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=BATCH_STATUSES)
+    counts = Counts()
+    poll_url = serializers.URLField()
+
+
+class BatchPage(serializers.Serializer):
+    batches = BatchSummary(many=True, help_text="Newest first.")
+    has_more = serializers.BooleanField()
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="Send it as `cursor` for the next page; null on the last."
+    )
+
+
+BATCHES = operation(
+    "batches_list",
+    "batches",
+    "List batches, newest first",
+    "Summaries of the key's batches (as in the `batch.created` event), `limit` per page "
+    "(1..500, default 100). Page on with `cursor` = `next_cursor` until `has_more` is "
+    "false. The cursor is opaque: an altered one is 400 VALIDATION_ERROR (field `cursor`).",
+    parameters=[BatchesQuery],
+    responses={200: success("BatchPage", BatchPage), **EVERY_CALL, 400: QUERY_BAD_REQUEST},
+)
+
+
 def describe_address(result, generator, request, public):
     """Postprocessing hook: a serializer cannot say "any other field, if it is a string"."""
     address = result["components"]["schemas"]["Address"]
@@ -309,3 +385,23 @@ def describe_address(result, generator, request, public):
         "pattern": NO_NUL,
     }
     return result
+
+
+QUOTE_BAD_REQUEST = failure(
+    "QuoteBadRequest",
+    400,
+    ["VALIDATION_ERROR", "MALFORMED_JSON"],
+    "The body is refused as POST /orders/bulk would refuse it. Nothing is stored.",
+)
+QUOTE = operation(
+    "orders_quote",
+    "orders",
+    "Price a batch without creating it",
+    "Every rule of POST /orders/bulk against the current state, in the same order and with "
+    "the same messages, INSUFFICIENT_BALANCE simulated in submission order; nothing is "
+    f"created or charged. The quote lives {settings.QUOTE_TTL_MINUTES} minutes: send its "
+    "`quote_id` in the same bulk body to be charged these prices.",
+    request=QuoteRequest,
+    responses={200: success("QuoteResult", QuoteResult), **EVERY_POST, 400: QUOTE_BAD_REQUEST},
+    examples=[OpenApiExample("Two drops", value=_BATCH_EXAMPLE, request_only=True)],
+)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -32,7 +32,14 @@ from orders.decisions import (
     decide_batch,
     decide_charges,
 )
-from orders.errors import ClientBatchIdReused, IdempotencyKeyReused
+from orders.errors import (
+    ClientBatchIdReused,
+    IdempotencyKeyReused,
+    QuoteExpired,
+    QuoteMismatch,
+    QuoteNotFound,
+    QuoteUsed,
+)
 from orders.inputs import BatchIn, Place
 from orders.models import (
     ACTIVE_STATUSES,
@@ -43,6 +50,7 @@ from orders.models import (
     DropStatus,
     IdempotencyRecord,
     Order,
+    Quote,
 )
 
 CREATION_ACTOR = "api"
@@ -123,12 +131,71 @@ def create_batch(
             IdempotencyRecord.objects.filter(pk=record.pk).update(batch=existing)
             return BatchResult.of(existing, replayed=True)
 
+        # A quote is checked after the claims: a retry of a batch that used it replays.
+        quote = quote_for(business, environment, batch, now) if batch.quoted_fingerprint else None
+        quoted_prices = quote.decimal_prices() if quote else None
         # Decided against a snapshot, then written under the account lock, which re-checks
         # what another batch of this account may have changed meanwhile.
-        decisions = decide_batch(batch, pins, read_state(business, environment, batch), now)
+        state = read_state(business, environment, batch)
+        decisions = decide_batch(batch, pins, state, now, quoted_prices)
         write_batch(row, decisions, now=now, base_url=base_url)
+        if quote is not None and row.accepted and not _use_quote(quote, row):
+            raise QuoteUsed
         IdempotencyRecord.objects.filter(pk=record.pk).update(batch=row)
     return BatchResult.of(row, replayed=False)
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteResult:
+    quote: Quote
+    decisions: Decisions
+
+
+def quote_batch(*, business: Business, environment: str, batch: BatchIn) -> QuoteResult:
+    """Decide a batch body as bulk would now, write only the quote (DESIGN.md §12)."""
+    pins = locate_places(batch)
+    now = timezone.now()
+    decisions = decide_batch(batch, pins, read_state(business, environment, batch), now)
+    quote = Quote.objects.create(
+        business=business,
+        environment=environment,
+        # A quote body that carries a quote_id of its own is quoted as if it did not.
+        fingerprint=batch.quoted_fingerprint or batch.fingerprint,
+        prices=[money(d.price) if d.accepted else None for d in decisions.drops],
+        created_at=now,
+        expires_at=now + timedelta(minutes=settings.QUOTE_TTL_MINUTES),
+    )
+    return QuoteResult(quote, decisions)
+
+
+def quote_for(business: Business, environment: str, batch: BatchIn, now: datetime) -> Quote:
+    """The quote a bulk body names, if this account's, unexpired, unused and for this body."""
+    quote = (
+        None
+        if batch.quote_unknown
+        else Quote.objects.filter(
+            pk=batch.quote_id, business=business, environment=environment
+        ).first()
+    )
+    if quote is None:
+        raise QuoteNotFound
+    if quote.expires_at <= now:
+        raise QuoteExpired
+    if quote.batch_id is not None:
+        raise QuoteUsed
+    if quote.fingerprint != batch.quoted_fingerprint:
+        raise QuoteMismatch
+    return quote
+
+
+def _use_quote(quote: Quote, batch: Batch) -> bool:
+    """Mark the quote as backing this batch: a quote backs one accepted batch at most."""
+    return bool(Quote.objects.filter(pk=quote.pk, batch__isnull=True).update(batch=batch))
+
+
+def purge_expired_quotes(now: datetime | None = None) -> int:
+    """Delete quotes past their expiry; how many. Idempotent."""
+    return Quote.objects.filter(expires_at__lte=now or timezone.now()).delete()[0]
 
 
 # The condition of Batch's partial unique index `client_batch_id_once_unless_failed`,
@@ -328,10 +395,7 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
             "drop_id": str(drop_id),
             "price": money(price),
             "currency": currency,
+            **decision.resolved_pins(),
         }
-        if located.resolved:
-            entry["resolved_pin"] = {"lat": located.pin[0], "long": located.pin[1]}
-        if pickup.resolved:
-            entry["pickup_resolved_pin"] = {"lat": pickup.pin[0], "long": pickup.pin[1]}
         written.results.append(entry)
     return written

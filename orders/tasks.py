@@ -9,6 +9,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from orders.models import IdempotencyRecord
+from orders.services import purge_expired_quotes as purge_quotes
 
 
 def idempotency_cutoff(now: datetime | None = None) -> datetime:
@@ -25,3 +26,9 @@ def purge_idempotency_records(cutoff: datetime) -> int:
 def purge_idempotency_keys() -> int:
     """Delete idempotency records past their retention; how many."""
     return purge_idempotency_records(idempotency_cutoff())
+
+
+@task()
+def purge_expired_quotes() -> int:
+    """Delete quotes past their expiry (QUOTE_TTL_MINUTES); how many."""
+    return purge_quotes()

@@ -1,4 +1,4 @@
-"""HTTP for tracking, cancellation and the sandbox test driver, by the caller's identifiers."""
+"""HTTP for listing, tracking, cancellation and the sandbox test driver."""
 
 from __future__ import annotations
 
@@ -7,11 +7,40 @@ from rest_framework.decorators import action
 from rest_framework.settings import api_settings
 
 from accounts.permissions import SandboxKeyOnly
-from core.api import envelope, json_body
-from tracking.inputs import AdvanceRequest, IdentifiersRequest
-from tracking.schema import ADVANCE, CANCEL, TRACKING
+from core.api import ApiError, envelope, json_body
+from core.cursors import InvalidCursor
+from core.serializers import QUERY_NOT_VALID, parse_query
+from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
+from tracking.listing import DropFilters, list_drops
+from tracking.schema import ADVANCE, CANCEL, ORDERS, TRACKING
 from tracking.selectors import track_drops
 from tracking.services import advance_sandbox_orders, cancel_orders
+
+
+class OrderListViewSet(viewsets.ViewSet):
+    @ORDERS
+    def list(self, request):
+        query = parse_query(request, OrdersQuery)
+        filters = DropFilters(
+            statuses=query.get("status", ()),
+            batch_id=query.get("batch_id"),
+            created_since=query.get("created_since"),
+            updated_since=query.get("updated_since"),
+        )
+        try:
+            page = list_drops(
+                business=request.auth.business,
+                environments=[request.auth.environment],
+                filters=filters,
+                limit=query["limit"],
+                cursor=query.get("cursor"),
+            )
+        except InvalidCursor as exc:
+            detail = {"field": "cursor", "message": str(exc)}
+            raise ApiError(400, "VALIDATION_ERROR", QUERY_NOT_VALID, [detail]) from exc
+        return envelope(
+            {"orders": page.orders, "has_more": page.has_more, "next_cursor": page.next_cursor}
+        )
 
 
 class TrackingViewSet(viewsets.ViewSet):

@@ -122,7 +122,11 @@ def apply_moves(
         Drop.objects.filter(pk__in=ids).update(status=status, updated_at=at)
     DeliveryEvent.objects.bulk_create(events)
     if driver is not None and assigned_orders:
-        Order.objects.filter(pk__in=assigned_orders).update(driver=driver)
+        # Orders are shared by the drops of a pickup group, which two movers may move at
+        # once: lock them in pk order, as the drops above, or their UPDATEs can deadlock.
+        orders = Order.objects.select_for_update().filter(pk__in=assigned_orders)
+        list(orders.order_by("pk").values_list("pk", flat=True))
+        orders.update(driver=driver)
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)

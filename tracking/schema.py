@@ -1,4 +1,4 @@
-"""POST /orders/tracking, /orders/cancel and /sandbox/orders/advance: their OpenAPI description.
+"""GET /orders, POST /orders/tracking, /orders/cancel, /sandbox/orders/advance: OpenAPI description.
 
 Requests are the Input serializers of tracking/inputs.py, which also validate them. The
 answers are documented here only: the tracking entry is built by hand for speed
@@ -9,13 +9,25 @@ included) keep this description and that code in step.
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import PolymorphicProxySerializer
+from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer
 from rest_framework import serializers
 
 from accounts.schema import ENVIRONMENTS
-from core.openapi import EVERY_POST, const, failure, money, one_of, operation, shape, success
+from core.openapi import (
+    EVERY_CALL,
+    EVERY_POST,
+    QUERY_BAD_REQUEST,
+    const,
+    failure,
+    money,
+    one_of,
+    operation,
+    shape,
+    success,
+)
 from orders.schema import DROP_STATUSES, Address, Pin
-from tracking.inputs import AdvanceRequest, IdentifiersRequest
+from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
+from tracking.listing import SYNC_MARGIN
 
 # --- The tracking entry: the one shape of a drop (DESIGN.md §5) ------------------------
 
@@ -59,6 +71,9 @@ class TrackedOrder(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     events = Event(many=True, help_text="Every status change, oldest first.")
+    sequence = serializers.IntegerField(
+        help_text="How many status events the drop has had: a later state has a larger one."
+    )
 
 
 class UnknownOrder(serializers.Serializer):
@@ -135,4 +150,87 @@ ADVANCE = operation(
         **EVERY_POST,
         403: SANDBOX_FORBIDDEN,
     },
+)
+
+
+# --- GET /orders -----------------------------------------------------------------------
+
+OrderPage = shape(
+    "OrderPage",
+    orders=TrackedOrder(many=True, help_text="Tracking entries, in the listing's order."),
+    has_more=serializers.BooleanField(help_text="Another page is there now."),
+    next_cursor=serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "Send it as `cursor`, with the same filters, for the next page. Newest first: "
+            "null on the last page. With `updated_since`: always set; keep the last one "
+            "and ask again later for what changed since."
+        ),
+    ),
+)
+
+_ORDER_EXAMPLE = {
+    "client_order_id": "A-1",
+    "status": "ASSIGNED",
+    "drop_id": "0b8f7c1e-2d4a-4f6b-9c3e-5a7d9e1f2b4c",
+    "pass_order_id": "6e2d4c8a-1b3f-4a5e-8d7c-9f0e1a2b3c4d",
+    "batch_id": "3f2b8c1e-9a4d-4e5f-8b6a-1c2d3e4f5a6b",
+    "external_waybill": "WB-1",
+    "environment": "sandbox",
+    "pickup": {
+        "name": "Shop",
+        "phone": "+85512345678",
+        "lat": 11.5564,
+        "long": 104.9282,
+        "address": None,
+        "scheduled_at": None,
+    },
+    "dropoff": {
+        "name": "Dara",
+        "phone": "+85512345679",
+        "lat": 11.5696,
+        "long": 104.921,
+        "address": None,
+    },
+    "driver": {"name": "Sandbox Test Driver", "phone": "+85512000000"},
+    "price": "2.80",
+    "currency": "USD",
+    "created_at": "2026-11-23T03:00:00.000Z",
+    "updated_at": "2026-11-23T03:05:00.000Z",
+    "events": [
+        {"status": "PENDING", "at": "2026-11-23T03:00:00.000Z"},
+        {"status": "ASSIGNED", "at": "2026-11-23T03:05:00.000Z"},
+    ],
+    "sequence": 2,
+}
+
+ORDERS = operation(
+    "orders_list",
+    "tracking",
+    "List orders: newest first, or what changed since",
+    "The key's drops as tracking entries, `limit` per page (1..500, default 100). Without "
+    "`updated_since`: newest first. With it: oldest change first (`updated_at`, then "
+    "`drop_id`); a drop that changes again is listed again, later, so the last time you "
+    "see a drop you see its latest state. Keep `next_cursor` and call again with it "
+    "(and the same filters) to sync. Changes of the last "
+    f"{SYNC_MARGIN.seconds} seconds (and of transactions still running) are left for the "
+    "next call, so that none is ever skipped. `cursor` is opaque: an altered one, or one "
+    "sent with other filters, is 400 VALIDATION_ERROR (field `cursor`).",
+    parameters=[OrdersQuery],
+    responses={200: success("OrderPage", OrderPage), **EVERY_CALL, 400: QUERY_BAD_REQUEST},
+    examples=[
+        OpenApiExample(
+            "A page",
+            value={
+                "statusCode": 200,
+                "success": True,
+                "data": {
+                    "orders": [_ORDER_EXAMPLE],
+                    "has_more": True,
+                    "next_cursor": "eyJwIjpbIjIwMjYtMTEtMjNUMDM6MDA6MDArMDA6MDAiXX0:1vB2xQ:abc",
+                },
+            },
+            response_only=True,
+        )
+    ],
 )

@@ -13,6 +13,9 @@ from django.test import Client
 
 OPERATIONS = {
     ("/api/v1/orders/bulk", "post"),
+    ("/api/v1/orders/quote", "post"),
+    ("/api/v1/orders", "get"),
+    ("/api/v1/batches", "get"),
     ("/api/v1/batches/{batch_id}", "get"),
     ("/api/v1/orders/tracking", "post"),
     ("/api/v1/orders/cancel", "post"),
@@ -133,7 +136,12 @@ def test_error_codes_per_endpoint():
     assert set(error_codes(schema, *bulk, "409")) == {
         "IDEMPOTENCY_KEY_REUSED",
         "CLIENT_BATCH_ID_REUSED",
+        "QUOTE_EXPIRED",
+        "QUOTE_MISMATCH",
     }
+    assert set(error_codes(schema, *bulk, "404")) == {"NOT_FOUND"}  # an unknown quote_id
+    quote = ("/api/v1/orders/quote", "post")
+    assert set(error_codes(schema, *quote, "400")) == {"VALIDATION_ERROR", "MALFORMED_JSON"}
     tracking = ("/api/v1/orders/tracking", "post")
     assert set(error_codes(schema, *tracking, "400")) == {"VALIDATION_ERROR", "MALFORMED_JSON"}
     assert "409" not in schema["paths"][tracking[0]]["post"]["responses"]
@@ -146,6 +154,8 @@ def test_error_codes_per_endpoint():
         "ENDPOINT_DISABLED"
     ]
     assert error_codes(schema, "/api/v1/events", "get", "400") == ["VALIDATION_ERROR"]
+    for listing in ("/api/v1/orders", "/api/v1/batches"):  # a bad parameter or cursor
+        assert error_codes(schema, listing, "get", "400") == ["VALIDATION_ERROR"]
     for path, method in OPERATIONS:
         if "{endpoint_id}" in path:
             assert error_codes(schema, path, method, "404") == ["NOT_FOUND"]

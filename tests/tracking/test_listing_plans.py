@@ -1,0 +1,165 @@
+"""GET /orders and /batches stay indexed: EXPLAIN of every list query on a 100,000-drop account.
+
+The rows go in by COPY (core.writes.insert_rows) and the planner gets fresh statistics
+(ANALYZE), as autovacuum would give it on a live database; then no query shape of the
+listing may read the drops table from end to end.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+
+from core.writes import insert_rows
+from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
+from orders.selectors import batch_rows, list_batches
+from orders.services import DROP_FIELDS, EVENT_FIELDS, ORDER_FIELDS
+from tracking.listing import DropFilters, list_drops, page_keys, sync_horizon
+
+pytestmark = pytest.mark.django_db
+
+DROPS = 100_000
+PER_BATCH = 1000
+# A hundred batches an hour apart, all of it over before the test's "now".
+START = datetime.now(UTC).replace(microsecond=0) - timedelta(days=30)
+# Mostly finished, a few in flight, failures rare: a real account's mix.
+MIX = [
+    (DropStatus.DELIVERED, 0.80),
+    (DropStatus.CANCELLED, 0.06),
+    (DropStatus.PENDING, 0.05),
+    (DropStatus.ASSIGNED, 0.04),
+    (DropStatus.PICKED_UP, 0.03),
+    (DropStatus.SCHEDULED, 0.015),
+    (DropStatus.FAILED, 0.005),
+]
+
+
+def load_drops(business, environment: str, count: int, rng: random.Random) -> list[uuid.UUID]:
+    """`count` drops in batches of PER_BATCH, a minute apart; returns the batch ids."""
+    statuses, weights = zip(*MIX, strict=True)
+    batch_ids, orders, drops, events = [], [], [], []
+    for b in range(count // PER_BATCH):
+        at = START + timedelta(minutes=b * 60)
+        batch = Batch.objects.create(
+            business=business,
+            environment=environment,
+            client_batch_id=f"PLAN-{environment}-{b}",
+            fingerprint="plan",
+            status="COMPLETED",
+            created_at=at,
+        )
+        batch_ids.append(batch.pk)
+        order_id = uuid.uuid4()
+        orders.append(
+            (order_id, batch.pk, business.pk, environment, "Shop", "+85512345678",
+             11.5564, 104.9282, None, False, None, at)
+        )  # fmt: skip
+        for i, status in enumerate(rng.choices(statuses, weights, k=PER_BATCH)):
+            drop_id = uuid.uuid4()
+            changed = at + timedelta(seconds=rng.randrange(1, 86_400))
+            drops.append(
+                (drop_id, order_id, batch.pk, business.pk, environment, f"P-{b}-{i}", None,
+                 "Recipient", "+85512345679", 11.5696, 104.921, None, False, status,
+                 Decimal("2.80"), "USD", at, changed)
+            )  # fmt: skip
+            events.append((drop_id, status, changed, "plan"))
+    insert_rows(Order, ORDER_FIELDS, orders, json_fields=("pickup_address",))
+    insert_rows(Drop, DROP_FIELDS, drops, json_fields=("address",))
+    insert_rows(DeliveryEvent, EVENT_FIELDS, events)
+    return batch_ids
+
+
+@pytest.fixture
+def big_account(alice, bob):
+    rng = random.Random(14)
+    batch_ids = load_drops(alice.business, "sandbox", DROPS, rng)
+    load_drops(alice.business, "live", 5 * PER_BATCH, rng)
+    load_drops(bob.business, "sandbox", 5 * PER_BATCH, rng)
+    with connection.cursor() as cursor:
+        for table in ("orders_drop", "orders_batch", "orders_order", "orders_deliveryevent"):
+            cursor.execute(f"ANALYZE {table}")
+    return alice, batch_ids
+
+
+PRINT_PLANS = False
+
+
+def plan_of(queryset) -> str:
+    return queryset.explain()
+
+
+SHAPES = {
+    "newest first": DropFilters(),
+    "one status": DropFilters(statuses=(DropStatus.FAILED,)),
+    "two statuses": DropFilters(statuses=(DropStatus.PENDING, DropStatus.ASSIGNED)),
+    "created since": DropFilters(created_since=START + timedelta(days=2)),
+    "updated since": DropFilters(updated_since=START + timedelta(days=2)),
+    "updated since, one status": DropFilters(statuses=(DropStatus.DELIVERED,), updated_since=START),
+}
+
+
+def test_no_list_query_reads_the_whole_drops_table(big_account):
+    tenant, batch_ids = big_account
+    business = tenant.business
+    assert Drop.objects.filter(business=business, environment="sandbox").count() == DROPS
+    shapes = {**SHAPES, "one batch": DropFilters(batch_id=batch_ids[len(batch_ids) // 2])}
+    # The dashboard's: both environments, a search, the first page.
+    dashboard = DropFilters(client_order_id_contains="p-5")
+    plans = {}
+    for name, filters in shapes.items():
+        first = list_drops(business=business, environments=["sandbox"], filters=filters)
+        assert first.orders, name
+        # The first page, and a page from the middle (the cursor of a later page).
+        middle = _position_of(first.orders[-1], filters)
+        horizon = sync_horizon() if filters.by_change else None
+        for after in (None, middle):
+            keys = page_keys(
+                business=business,
+                environments=["sandbox"],
+                filters=filters,
+                after=after,
+                horizon=horizon,
+                limit=100,
+            )
+            plans[name, after is not None] = plan_of(keys)
+    plans["dashboard", False] = plan_of(
+        page_keys(
+            business=business,
+            environments=["sandbox", "live"],
+            filters=dashboard,
+            after=None,
+            horizon=None,
+            limit=25,
+        )
+    )
+    ids = [uuid.UUID(o["drop_id"]) for o in first.orders]
+    plans["entries", False] = plan_of(Drop.objects.filter(pk__any=ids))
+    plans["events", False] = plan_of(DeliveryEvent.objects.filter(drop__id__any=ids))
+    # GET /batches: the first page and one further on.
+    batches = list_batches(
+        business=business, environment="sandbox", limit=10, cursor=None, base_url=""
+    )
+    assert len(batches.batches) == 10 and batches.has_more
+    last = Batch.objects.get(pk=batches.batches[-1]["batch_id"])
+    for after in (None, (last.created_at, last.pk)):
+        rows = batch_rows(business=business, environment="sandbox", after=after, limit=10)
+        plans["batches", after is not None] = plan = plan_of(rows)
+        assert "batch_listing" in plan, plan
+    for shape, plan in plans.items():
+        assert "Seq Scan on orders_drop" not in plan, f"{shape}:\n{plan}"
+        assert "Seq Scan on orders_deliveryevent" not in plan, f"{shape}:\n{plan}"
+        assert "Seq Scan on orders_batch" not in plan, f"{shape}:\n{plan}"
+        assert "Index" in plan, f"{shape}:\n{plan}"
+    if PRINT_PLANS:
+        for shape, plan in plans.items():
+            print(shape, plan, sep="\n")
+
+
+def _position_of(entry: dict, filters: DropFilters) -> tuple[datetime, uuid.UUID]:
+    at = entry["updated_at"] if filters.by_change else entry["created_at"]
+    return datetime.fromisoformat(at), uuid.UUID(entry["drop_id"])

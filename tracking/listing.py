@@ -1,0 +1,221 @@
+"""GET /orders and the dashboard's orders page: an account's drops as tracking entries, by page.
+
+Two orders (DESIGN.md §13):
+
+- newest first, by (created_at, id) descending: for browsing. A drop keeps its place
+  however often it moves, so paging never skips or repeats one that existed when the
+  first page was read; each page shows its drops as they are when that page is read.
+- with `updated_since`, oldest change first, by (updated_at, id) ascending: for syncing.
+  A client keeps the last `next_cursor` and asks again later; a drop that moves after it
+  was listed gets a later updated_at and is listed again, so the last time a client saw
+  a drop it saw its latest state.
+
+Keyset pagination: a cursor (core/cursors.py) holds the sort key of the last row listed
+and the next page starts strictly after it, through the index that has the rows in that
+order, so a page costs the same on the first page and on the thousandth, however big
+the account. The indexes (orders.Drop.Meta) lead with (business, environment, status);
+a listing of several statuses or environments is one UNION ALL branch per pair, which
+PostgreSQL merges in key order (Merge Append), reading about one page of rows in all.
+A batch filter reads the batch's own index instead: at most MAX_DROPS_PER_BATCH rows.
+
+Why syncing never skips a change. updated_at is stamped inside the moving transaction
+(tracking.lifecycle.apply_moves, after its row locks; orders.services.create_batch just
+before its first insert), but that transaction commits later. Had a page already listed
+a drop changed later, with a larger updated_at, by a quicker transaction, the cursor
+would be past the slow one's stamp when it commits, and the client would never see that
+change. So the sync order lists only rows stamped before a horizon (sync_horizon): now,
+less the age of the oldest transaction of this database that is still writing or
+waiting for a lock (pg_stat_activity), less SYNC_MARGIN. A change not committed
+when the horizon is read was stamped at or after its transaction began, so at or after
+the horizon; every row a page lists is below its horizon, so the cursor stays behind
+every change still to commit, and a later page lists it. SYNC_MARGIN covers what the
+database cannot see: the moment between create_batch's `now` and its first insert, and
+clock skew between application servers. The horizon is read before the page's query;
+changes of the last SYNC_MARGIN (or of transactions still open) appear on a later call,
+and `has_more` is false meanwhile. A writing transaction left open holds the sync order
+back for as long as it stays open: late, never wrong.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection
+from django.db.models import F, QuerySet
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
+from django.utils import timezone
+
+from core.cursors import InvalidCursor, make_cursor, read_cursor
+from orders.models import Drop, DropStatus
+from tracking.selectors import entries_by_drop_id
+
+MAX_LIMIT = 500
+DEFAULT_LIMIT = 100
+SYNC_MARGIN = timedelta(seconds=2)
+CURSOR_SALT = "tracking.listing.drops"
+
+# How long ago (by the database's clock) the oldest transaction that may still write a
+# drop began: one that has written or locked rows (it has an xid), or one waiting for a
+# lock (create_batch stamps its drops, then may wait on its idempotency claim before its
+# first write). Read-only work (a report, pg_dump) does not hold the horizon back. Our own
+# transaction is left out: our own writes are visible to us.
+_OLDEST_WRITER_AGE_SQL = """
+    SELECT coalesce(clock_timestamp() - min(xact_start), interval '0')
+    FROM pg_stat_activity
+    WHERE datname = current_database()
+      AND (backend_xid IS NOT NULL OR wait_event_type = 'Lock')
+      AND pid <> pg_backend_pid()
+"""
+
+
+@dataclass(frozen=True)
+class DropFilters:
+    statuses: tuple[str, ...] = ()  # () is every status
+    batch_id: uuid.UUID | None = None
+    created_since: datetime | None = None
+    updated_since: datetime | None = None
+    # The dashboard's search box; the API has no such filter.
+    client_order_id_contains: str = ""
+
+    @property
+    def by_change(self) -> bool:
+        return self.updated_since is not None
+
+
+@dataclass(frozen=True)
+class DropPage:
+    orders: list[dict]
+    has_more: bool
+    # Newest first: None on the last page. By change: always set, to ask again later.
+    next_cursor: str | None
+
+
+def list_drops(
+    *,
+    business,
+    environments: Sequence[str],
+    filters: DropFilters,
+    limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> DropPage:
+    """One page of the account's drops; raises InvalidCursor for a cursor it did not make."""
+    fingerprint = _fingerprint(business, environments, filters)
+    after = None
+    if cursor:
+        after = _position(read_cursor(cursor, salt=CURSOR_SALT, filters=fingerprint))
+    horizon = sync_horizon() if filters.by_change else None
+    keys = list(
+        page_keys(
+            business=business,
+            environments=environments,
+            filters=filters,
+            after=after,
+            horizon=horizon,
+            limit=limit,
+        )
+    )
+    shown, has_more = keys[:limit], len(keys) > limit
+    entries = entries_by_drop_id([pk for pk, _ in shown]) if shown else {}
+    orders = [entries[str(pk)] for pk, _ in shown if str(pk) in entries]
+    # The cursor is the key as this page's first query read it, never the entry's own
+    # updated_at: a drop that moved in between must still be listed again, later.
+    last = (shown[-1][1], shown[-1][0]) if shown else after
+    next_cursor = None
+    if has_more or filters.by_change:
+        position = [] if last is None else [last[0].isoformat(), str(last[1])]
+        next_cursor = make_cursor(salt=CURSOR_SALT, position=position, filters=fingerprint)
+    return DropPage(orders, has_more, next_cursor)
+
+
+def page_keys(
+    *,
+    business,
+    environments: Sequence[str],
+    filters: DropFilters,
+    after: tuple[datetime, uuid.UUID] | None,
+    horizon: datetime | None,
+    limit: int,
+) -> QuerySet:
+    """(id, sort time) of up to limit + 1 drops after `after`, in listing order (one query)."""
+    sort = "updated_at" if filters.by_change else "created_at"
+    order = (sort, "id") if filters.by_change else (f"-{sort}", "-id")
+    rows = Drop.objects.filter(business=business).order_by()
+    if filters.batch_id is not None:
+        rows = rows.filter(batch_id=filters.batch_id)
+    if filters.created_since is not None:
+        rows = rows.filter(created_at__gte=filters.created_since)
+    if filters.updated_since is not None:
+        rows = rows.filter(updated_at__gte=filters.updated_since)
+    if horizon is not None:
+        rows = rows.filter(updated_at__lt=horizon)
+    if filters.client_order_id_contains:
+        rows = rows.filter(client_order_id__icontains=filters.client_order_id_contains)
+    if after is not None:
+        beyond = TupleGreaterThan if filters.by_change else TupleLessThan
+        rows = rows.filter(beyond(Tuple(F(sort), F("id")), after))
+    rows = rows.values_list("id", sort)
+    statuses = list(filters.statuses) or list(DropStatus.values)
+    # One batch: its own index finds all of its drops, a bounded number, in one go.
+    # SQLite (`make run`) cannot slice the branches of a UNION: one plain query there.
+    if (
+        filters.batch_id is not None
+        or not connection.features.supports_slicing_ordering_in_compound
+    ):
+        rows = rows.filter(environment__in=list(environments), status__in=statuses)
+        return rows.order_by(*order)[: limit + 1]
+    # Each branch reads at most one page from its own index range, in key order; the
+    # union keeps the first limit + 1 of those. A page reads (pairs × page) index entries.
+    branches = [
+        rows.filter(environment=e, status=s).order_by(*order)[: limit + 1]
+        for e in environments
+        for s in statuses
+    ]
+    if len(branches) == 1:
+        return branches[0]
+    return branches[0].union(*branches[1:], all=True).order_by(*order)[: limit + 1]
+
+
+def sync_horizon() -> datetime:
+    """Every drop change stamped before this is committed; none still to commit is stamped before.
+
+    Measured on the application's clock, which stamps updated_at: now, less the age of
+    the oldest transaction still writing (a duration, so the database clock's offset does
+    not matter), less SYNC_MARGIN.
+    """
+    now = timezone.now()  # before the query: a writer it cannot see began after this
+    if connection.vendor != "postgresql":
+        return now - SYNC_MARGIN  # SQLite (`make run`): one writer at a time
+    with connection.cursor() as cursor:
+        cursor.execute(_OLDEST_WRITER_AGE_SQL)
+        oldest_writer_age = max(cursor.fetchone()[0], timedelta(0))
+    return now - oldest_writer_age - SYNC_MARGIN
+
+
+def _fingerprint(business, environments: Sequence[str], filters: DropFilters) -> dict:
+    """What a cursor is bound to: the account and every filter (not the page size)."""
+    return {
+        "business": business.pk,
+        "environments": sorted(environments),
+        "statuses": sorted(set(filters.statuses)),
+        "batch_id": filters.batch_id,
+        "created_since": _instant(filters.created_since),
+        "updated_since": _instant(filters.updated_since),
+        "contains": filters.client_order_id_contains,
+    }
+
+
+def _instant(at: datetime | None) -> str | None:
+    return None if at is None else at.astimezone(UTC).isoformat()
+
+
+def _position(values: list) -> tuple[datetime, uuid.UUID] | None:
+    if not values:
+        return None
+    try:
+        at, pk = values
+        return datetime.fromisoformat(at), uuid.UUID(pk)
+    except (TypeError, ValueError) as exc:
+        raise InvalidCursor("Not a cursor this listing gave out.") from exc
