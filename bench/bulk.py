@@ -731,30 +731,42 @@ def parse_args(argv: list[str] | None) -> Settings:
     )
 
 
+def start_database(
+    cleanup: contextlib.ExitStack, **settings: str
+) -> tuple[Path, PostgresCluster, dict[str, str]]:
+    """A work folder, a throwaway cluster with the bench database, and the app's environment.
+
+    Everything is registered on `cleanup`; `settings` are added to the environment.
+    """
+    workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
+    cluster = PostgresCluster()
+    cleanup.callback(cluster.stop)  # registered first, so it runs last
+    print("starting PostgreSQL, migrating and seeding ...", flush=True)
+    cluster.start()
+    with psycopg.connect(cluster.url("postgres"), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {DB_NAME}")
+    env = {
+        **os.environ,
+        "DATABASE_URL": cluster.url(DB_NAME),
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": HOST,
+        # Plain http on loopback, and one key sending as fast as it can: no redirect to
+        # https, and rate limits far above what the bench sends (the throttle still runs).
+        "SECURE_SSL_REDIRECT": "false",
+        "RATE_LIMIT_DEFAULT": "1000000/minute",
+        "RATE_LIMIT_BULK": "1000000/minute",
+        **settings,
+    }
+    return workdir, cluster, env
+
+
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
     # A plain SIGTERM would skip the clean-up below; make it an exception instead.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with contextlib.ExitStack() as cleanup:
-        workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-        cluster = PostgresCluster()
-        cleanup.callback(cluster.stop)  # registered first, so it runs last
-        print("starting PostgreSQL, migrating and seeding ...", flush=True)
-        cluster.start()
-        with psycopg.connect(cluster.url("postgres"), autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {DB_NAME}")
-        env = {
-            **os.environ,
-            "DATABASE_URL": cluster.url(DB_NAME),
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "DEBUG": "false",
-            "ALLOWED_HOSTS": HOST,
-            # Plain http on loopback, and one key sending as fast as it can: no redirect to
-            # https, and rate limits far above what the bench sends (the throttle still runs).
-            "SECURE_SSL_REDIRECT": "false",
-            "RATE_LIMIT_DEFAULT": "1000000/minute",
-            "RATE_LIMIT_BULK": "1000000/minute",
-        }
+        workdir, cluster, env = start_database(cleanup)
         db = cleanup.enter_context(psycopg.connect(cluster.url(DB_NAME), autocommit=True))
         tenant = seed(env, db)
 

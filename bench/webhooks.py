@@ -32,7 +32,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,8 +54,8 @@ from bench.bulk import (  # noqa: E402
     machine,
     post_batch,
     seed,
+    start_database,
 )
-from tests.pgcluster import PostgresCluster  # noqa: E402
 from tests.webhook_receiver import Received, WebhookReceiver  # noqa: E402
 
 ADVANCE_PATH = "/api/v1/sandbox/orders/advance"
@@ -442,28 +441,13 @@ def main(argv: list[str] | None = None) -> int:
     # A plain SIGTERM would skip the clean-up below; make it an exception instead.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with contextlib.ExitStack() as cleanup:
-        workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-        cluster = PostgresCluster()
-        cleanup.callback(cluster.stop)  # registered first, so it runs last
-        print("starting PostgreSQL, migrating and seeding ...", flush=True)
-        cluster.start()
-        with psycopg.connect(cluster.url("postgres"), autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {DB_NAME}")
-        env = {
-            **os.environ,
-            "DATABASE_URL": cluster.url(DB_NAME),
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "DEBUG": "false",
-            "ALLOWED_HOSTS": HOST,
-            "SECURE_SSL_REDIRECT": "false",
-            # One key sending as fast as it wants; the throttle still runs.
-            "RATE_LIMIT_DEFAULT": "1000000/minute",
-            "RATE_LIMIT_BULK": "1000000/minute",
+        workdir, cluster, env = start_database(
+            cleanup,
             # The receiver is on loopback, over plain http.
-            "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+            WEBHOOK_ALLOW_PRIVATE_URLS="true",
             # The burst moves all its drops in one call.
-            "MAX_TRACKING_IDENTIFIERS": str(max(1000, cfg.burst)),
-        }
+            MAX_TRACKING_IDENTIFIERS=str(max(1000, cfg.burst)),
+        )
         db = cleanup.enter_context(psycopg.connect(cluster.url(DB_NAME), autocommit=True))
         tenant = seed(env, db)
 
