@@ -202,6 +202,10 @@ MAX_BODY_BYTES = env_int("MAX_BODY_BYTES", default=10 * 1024 * 1024, minimum=1)
 MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
 MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
+# The ETA model of DESIGN.md §14 (tracking/eta.py).
+DISPATCH_MINUTES = env_int("DISPATCH_MINUTES", default=15, minimum=0)
+COURIER_SPEED_KMH = env_float("COURIER_SPEED_KMH", default=25.0, above=0)
+HANDLING_MINUTES = env_int("HANDLING_MINUTES", default=5, minimum=0)
 QUOTE_TTL_MINUTES = env_int("QUOTE_TTL_MINUTES", default=15, minimum=1)
 IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).

@@ -36,6 +36,7 @@ TRACKING_ENTRY_KEYS = {
     "updated_at",
     "events",
     "sequence",
+    "eta",
 }
 
 

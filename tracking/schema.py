@@ -55,6 +55,11 @@ class Event(serializers.Serializer):
     at = serializers.DateTimeField()
 
 
+class Eta(serializers.Serializer):
+    pickup_at = serializers.DateTimeField()
+    dropoff_at = serializers.DateTimeField()
+
+
 class TrackedOrder(serializers.Serializer):
     client_order_id = serializers.CharField()
     status = serializers.ChoiceField(choices=DROP_STATUSES)
@@ -73,6 +78,13 @@ class TrackedOrder(serializers.Serializer):
     events = Event(many=True, help_text="Every status change, oldest first.")
     sequence = serializers.IntegerField(
         help_text="How many status events the drop has had: a later state has a larger one."
+    )
+    eta = Eta(
+        allow_null=True,
+        help_text=(
+            "Estimated pickup and drop-off (UTC), from the model of docs/api.md; null once "
+            "the drop is delivered, failed or cancelled."
+        ),
     )
 
 

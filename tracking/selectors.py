@@ -8,10 +8,15 @@ more than the queries themselves.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
+
+from django.utils import timezone
 
 from core.formats import money
 from core.functions import IsoZ, UuidText
-from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop
+from geo.geometry import haversine_km
+from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop, DropStatus
+from tracking.eta import eta_of
 
 _FIELDS = (
     "client_order_id",
@@ -154,4 +159,18 @@ def _entry(row: dict, events: list[dict]) -> dict:
         "events": events,
         # How many status events the drop has had: receivers order webhooks by it.
         "sequence": len(events),
+        "eta": _eta(row, events),
     }
+
+
+def _eta(row: dict, events: list[dict]) -> dict | None:
+    picked_up = next((e["at"] for e in events if e["status"] == DropStatus.PICKED_UP), None)
+    return eta_of(
+        status=row["status"],
+        pickup_time=datetime.fromisoformat(row["scheduled"] or row["created"]),
+        picked_up_at=datetime.fromisoformat(picked_up) if picked_up else None,
+        km=haversine_km(
+            row["order__pickup_lat"], row["order__pickup_long"], row["lat"], row["long"]
+        ),
+        now=timezone.now(),
+    )
