@@ -15,9 +15,10 @@ import pytest
 import time_machine
 from django.test import Client
 
-from accounts.models import Business
+from accounts.models import Business, Membership
 from console.provisioning import provision_business
 from geo.demo import seed_region
+from tests.factories import UserFactory
 
 # Monday 2026-11-23 10:00 in Phnom Penh (UTC+7): inside the demo area's 07:00–21:00.
 OPEN_HOURS = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
@@ -113,3 +114,28 @@ class Api:
 @pytest.fixture
 def api() -> Api:
     return Api()
+
+
+@pytest.fixture
+def member():
+    """A logged-in client for a dashboard user of `business`."""
+
+    def make(business: Business) -> Client:
+        user = UserFactory()
+        Membership.objects.create(user=user, business=business, is_owner=True)
+        client = Client()
+        client.force_login(user)
+        client.user = user
+        return client
+
+    return make
+
+
+@pytest.fixture
+def alice_web(alice, member) -> Client:
+    return member(alice.business)
+
+
+@pytest.fixture
+def bob_web(bob, member) -> Client:
+    return member(bob.business)

@@ -41,31 +41,6 @@ def _fresh_cache(db):
     cache.clear()
 
 
-@pytest.fixture
-def member():
-    """A logged-in client for a dashboard user of `business`."""
-
-    def make(business: Business) -> Client:
-        user = UserFactory()
-        Membership.objects.create(user=user, business=business, is_owner=True)
-        client = Client()
-        client.force_login(user)
-        client.user = user
-        return client
-
-    return make
-
-
-@pytest.fixture
-def alice_web(alice, member) -> Client:
-    return member(alice.business)
-
-
-@pytest.fixture
-def bob_web(bob, member) -> Client:
-    return member(bob.business)
-
-
 def post_key_form(web: Client, **data):
     """POST the key form as a browser would: with the one-use token of a fresh page."""
     page = web.get("/keys/").content.decode()

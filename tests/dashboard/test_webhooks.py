@@ -11,11 +11,9 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from accounts.models import Business, Membership
 from events import endpoints as endpoint_services
 from events.models import Delivery, DeliveryAttempt, DeliveryStatus, Event, WebhookEndpoint
 from events.services import new_event_id
-from tests.factories import UserFactory
 
 LOCAL_URL = "http://127.0.0.1:9000/hooks"
 
@@ -39,28 +37,6 @@ def enqueued(monkeypatch) -> list[str]:
         endpoint_services, "on_new_deliveries", lambda endpoint: asked.append(str(endpoint.pk))
     )
     return asked
-
-
-@pytest.fixture
-def member():
-    def make(business: Business) -> Client:
-        user = UserFactory()
-        Membership.objects.create(user=user, business=business, is_owner=True)
-        client = Client()
-        client.force_login(user)
-        return client
-
-    return make
-
-
-@pytest.fixture
-def alice_web(alice, member) -> Client:
-    return member(alice.business)
-
-
-@pytest.fixture
-def bob_web(bob, member) -> Client:
-    return member(bob.business)
 
 
 def form_token(page: str) -> str:
