@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where links handed out (tracking pages, photos) point: this run's own address by default.
+BASE_URL ?= http://$(HOST):$(PORT)
 
 .PHONY: run test bench lint format setup browser-deps test-deps clean
 
@@ -27,9 +29,9 @@ run: $(STAMP)
 	@# The worker is stopped (SIGTERM: it finishes its task) whenever this shell exits: after
 	@# Ctrl-C, which gunicorn gets too, or when gunicorn fails to start.
 	@trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
-	$(PY) manage.py db_worker --no-reload & worker=$$!; \
+	BASE_URL=$(BASE_URL) $(PY) manage.py db_worker --no-reload & worker=$$!; \
 	echo "Worker:      manage.py db_worker, pid $$worker (tasks, webhooks, periodic jobs)"; \
-	$(VENV)/bin/gunicorn -c gunicorn.conf.py config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+	BASE_URL=$(BASE_URL) $(VENV)/bin/gunicorn -c gunicorn.conf.py config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
 ## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite).
 test: $(STAMP) test-deps

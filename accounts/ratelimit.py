@@ -33,10 +33,10 @@ def _username_key(username: str, address: str) -> str:
 
 
 def _address_key(address: str) -> str:
-    return _hashed("address", _address_bucket(address))
+    return _hashed("address", address_bucket(address))
 
 
-def _address_bucket(address: str) -> str:
+def address_bucket(address: str) -> str:
     """What one client is: an IPv4 address, or an IPv6 /64 (one subscriber's whole network).
 
     Anyone with IPv6 holds 2**64 addresses, so counting single ones would not count at all.

@@ -1,6 +1,7 @@
 """Settings, read from the environment (12-factor) with django-environ."""
 
 from decimal import Decimal
+from importlib.util import find_spec
 from pathlib import Path
 
 import environ
@@ -171,6 +172,9 @@ STATIC_URL = "/static/"
 STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 # In production collectstatic writes hashed, compressed copies that whitenoise serves with
 # far-future caching; a page naming a file collectstatic did not see fails loudly.
+# Uploaded files (proof-of-delivery photos), never served as static: only through a signed
+# URL (tracking/pages.py).
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(BASE_DIR / "media")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -180,6 +184,12 @@ STORAGES = {
     },
 }
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+# Leaflet 1.9.3 as django-leaflet ships it (pinned in pyproject.toml), served by us as
+# leaflet/leaflet.js and leaflet/leaflet.css: the tracking page's map needs no CDN. Only its
+# files: as an app, its admin module would import GeoDjango.
+STATICFILES_DIRS.append(
+    ("leaflet", Path(find_spec("leaflet").submodule_search_locations[0]) / "static" / "leaflet")
+)
 # Straight from the source folders while developing; in production only collectstatic's
 # output, so every file is served hashed and compressed.
 WHITENOISE_USE_FINDERS = DEBUG
@@ -206,6 +216,23 @@ MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", def
 DISPATCH_MINUTES = env_int("DISPATCH_MINUTES", default=15, minimum=0)
 COURIER_SPEED_KMH = env_float("COURIER_SPEED_KMH", default=25.0, above=0)
 HANDLING_MINUTES = env_int("HANDLING_MINUTES", default=5, minimum=0)
+# The recipient's side (DESIGN.md §14). Links are BASE_URL + /t/<token>; without BASE_URL
+# (a local run) they point at PUBLIC_URL_FALLBACK.
+PUBLIC_URL_FALLBACK = "http://127.0.0.1:8000"
+# Map tiles behind the tracking page's pins, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png;
+# empty: no tiles (the pins and the service area still draw), so the page works offline.
+TRACKING_TILE_URL = env.str("TRACKING_TILE_URL", default="")
+TRACKING_TILE_ATTRIBUTION = env.str("TRACKING_TILE_ATTRIBUTION", default="")
+# The page reloads itself this often while the drop is active.
+TRACKING_PAGE_REFRESH_SECONDS = env_int("TRACKING_PAGE_REFRESH_SECONDS", default=15, minimum=1)
+# Per client address, across every tracking page.
+RATE_LIMIT_TRACKING_PAGE = env_rate("RATE_LIMIT_TRACKING_PAGE", default="60/minute")
+# A proof-of-delivery photo URL works this long after it was handed out.
+POD_PHOTO_URL_SECONDS = env_int("POD_PHOTO_URL_SECONDS", default=3600, minimum=1)
+# Wrong PINs before the drop fails with WRONG_PIN.
+MAX_PIN_ATTEMPTS = env_int("MAX_PIN_ATTEMPTS", default=3, minimum=1)
+# The sandbox test driver walks a scenario one step this often (tracking/scenarios.py).
+SANDBOX_STEP_SECONDS = env_float("SANDBOX_STEP_SECONDS", default=10.0, above=0)
 QUOTE_TTL_MINUTES = env_int("QUOTE_TTL_MINUTES", default=15, minimum=1)
 IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).

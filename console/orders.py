@@ -1,13 +1,22 @@
 """Operator console for orders: read-only batches, and orders and drops moved only through
-the delivery state machine (tracking.services)."""
+the delivery state machine (tracking.services), delivered with their proof (DESIGN.md §14)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from uuid import UUID
+
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.core.files.storage import default_storage
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils.html import format_html
 
+from console.forms import DeliverForm, FailForm
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 from orders.models import (
     ACTIVE_STATUSES,
@@ -19,7 +28,9 @@ from orders.models import (
     IdempotencyRecord,
     Order,
 )
-from tracking.services import move_drops_as_operator
+from tracking.lifecycle import MoveResult, Outcome
+from tracking.proof import photo_url
+from tracking.services import move_drops_as_operator, store_proof_photo
 
 
 @admin.register(Batch)
@@ -64,65 +75,196 @@ class AssignDriverForm(forms.Form):
     driver = forms.ModelChoiceField(queryset=Driver.objects.filter(active=True))
 
 
-def _report(request, result, verb: str) -> None:
+# The drops an action on a changelist's selection (orders or drops) applies to.
+DropsOf = Callable[[QuerySet], QuerySet[Drop]]
+
+
+def _drops_for_form(drops: QuerySet[Drop]) -> list[Drop]:
+    """The drops as the confirmation forms need them, by client_order_id.
+
+    Whether a drop asks for a PIN is read, never the PIN: it does not even reach the view.
+    """
+    asks_pin = ExpressionWrapper(Q(dropoff_pin__isnull=False), output_field=BooleanField())
+    return list(
+        drops.only("id", "client_order_id", "status")
+        .annotate(asks_pin=asks_pin)
+        .order_by("client_order_id", "pk")
+    )
+
+
+def _refusal(request: HttpRequest, refused: dict[UUID, str]) -> None:
+    if refused:
+        statuses = ", ".join(sorted(set(refused.values())))
+        messages.warning(request, f"{len(refused)} drop(s) refused: illegal from {statuses}.")
+
+
+def _report(request: HttpRequest, result: MoveResult, verb: str) -> None:
     if result.moved:
         messages.success(request, f"{len(result.moved)} drop(s) {verb}.")
-    if result.refused:
-        statuses = ", ".join(sorted(set(result.refused.values())))
+    _refusal(request, result.refused)
+
+
+def _report_delivery(request: HttpRequest, result: MoveResult, names: dict[UUID, str]) -> None:
+    """What marking delivered did to each drop; never the right PIN, which it doesn't know."""
+    delivered = [d for d in result.moved if d.status == DropStatus.DELIVERED]
+    failed = sorted(d.client_order_id for d in result.moved if d.status == DropStatus.FAILED)
+    if delivered:
+        messages.success(request, f"{len(delivered)} drop(s) delivered.")
+    most = settings.MAX_PIN_ATTEMPTS
+    for drop_id, attempts in sorted(result.wrong_pin.items(), key=lambda i: names[i[0]]):
         messages.warning(
-            request, f"{len(result.refused)} drop(s) refused: illegal from {statuses}."
+            request, f"Wrong PIN for {names[drop_id]} ({attempts} of {most}): not delivered."
         )
+    for name in sorted(names[drop_id] for drop_id in result.pin_missing):
+        messages.warning(request, f"No PIN entered for {name}: not delivered.")
+    for name in failed:
+        messages.error(request, f"{name} failed: a wrong PIN {most} times (WRONG_PIN).")
+    pin_refused = result.pin_missing | result.wrong_pin.keys()
+    _refusal(request, {k: v for k, v in result.refused.items() if k not in pin_refused})
 
 
-def _actor(request) -> str:
+def _actor(request: HttpRequest) -> str:
     return f"operator {request.user.get_username()}"
 
 
-def _dispatch_actions(drop_ids_of):
+def _confirmation(
+    modeladmin: admin.ModelAdmin,
+    request: HttpRequest,
+    queryset: QuerySet,
+    template: str,
+    **context,
+) -> TemplateResponse:
+    return TemplateResponse(
+        request,
+        template,
+        {
+            **modeladmin.admin_site.each_context(request),
+            "queryset": queryset,
+            "opts": modeladmin.model._meta,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            **context,
+        },
+    )
+
+
+def _dispatch_actions(drops_of: DropsOf) -> list:
     """Admin actions for a queryset (orders or drops), each through the state machine."""
+
+    def ids(queryset: QuerySet) -> list[UUID]:
+        return list(drops_of(queryset).values_list("pk", flat=True))
 
     def mover(to: str, verb: str, description: str, permission: str = "dispatch"):
         def action(modeladmin, request, queryset):
-            result = move_drops_as_operator(
-                drop_ids=drop_ids_of(queryset), to=to, actor=_actor(request)
-            )
+            result = move_drops_as_operator(drop_ids=ids(queryset), to=to, actor=_actor(request))
             _report(request, result, verb)
 
         action.__name__ = f"mark_{to.lower()}"
         return admin.action(description=description, permissions=[permission])(action)
 
-    def assign_driver(modeladmin, request, queryset):
+    @admin.action(
+        description="Assign a driver (pending drops → ASSIGNED)", permissions=["dispatch"]
+    )
+    def assign_driver(modeladmin, request: HttpRequest, queryset: QuerySet):
         form = AssignDriverForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             result = move_drops_as_operator(
-                drop_ids=drop_ids_of(queryset),
+                drop_ids=ids(queryset),
                 to=DropStatus.ASSIGNED,
                 actor=_actor(request),
                 driver=form.cleaned_data["driver"],
             )
             _report(request, result, f"assigned to {form.cleaned_data['driver']}")
             return None
-        return TemplateResponse(
+        return _confirmation(
+            modeladmin,
             request,
+            queryset,
             "admin/tracking/assign_driver.html",
-            {
-                **modeladmin.admin_site.each_context(request),
-                "form": form,
-                "queryset": queryset,
-                "opts": modeladmin.model._meta,
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-                "title": "Assign a driver",
-            },
+            form=form,
+            title="Assign a driver",
         )
 
-    assign_driver = admin.action(
-        description="Assign a driver (pending drops → ASSIGNED)", permissions=["dispatch"]
-    )(assign_driver)
+    @admin.action(description="Mark delivered…", permissions=["dispatch"])
+    def mark_delivered(modeladmin, request: HttpRequest, queryset: QuerySet):
+        drops = _drops_for_form(drops_of(queryset))
+        on_the_way = [d for d in drops if d.status == DropStatus.PICKED_UP]
+        if not on_the_way:
+            # Nothing here can be delivered: say so at once rather than ask for PINs.
+            _refusal(request, {d.pk: d.status for d in drops})
+            return None
+        applying = "apply" in request.POST
+        form = DeliverForm(
+            request.POST if applying else None,
+            request.FILES if applying else None,
+            asking_pin=[d for d in on_the_way if d.asks_pin],
+        )
+        if form.is_valid():
+            photo = form.cleaned_data["photo"]
+            stored = store_proof_photo(photo) if photo else None
+            result = move_drops_as_operator(
+                drop_ids=[d.pk for d in drops],
+                to=DropStatus.DELIVERED,
+                actor=_actor(request),
+                outcome=Outcome(
+                    pins=form.pins(),
+                    photo=stored,
+                    received_by=form.cleaned_data["received_by"] or None,
+                ),
+            )
+            if stored and not any(d.status == DropStatus.DELIVERED for d in result.moved):
+                default_storage.delete(stored)  # no drop refers to it
+            _report_delivery(request, result, {d.pk: d.client_order_id for d in drops})
+            return None
+        return _confirmation(
+            modeladmin,
+            request,
+            queryset,
+            "admin/tracking/mark_delivered.html",
+            form=form,
+            action="mark_delivered",
+            verb="delivered",
+            submit="Mark delivered",
+            on_the_way=on_the_way,
+            elsewhere=[d for d in drops if d.status != DropStatus.PICKED_UP],
+            title="Mark delivered",
+        )
+
+    @admin.action(description="Mark failed…", permissions=["dispatch"])
+    def mark_failed(modeladmin, request: HttpRequest, queryset: QuerySet):
+        drops = _drops_for_form(drops_of(queryset))
+        on_the_way = [d for d in drops if d.status == DropStatus.PICKED_UP]
+        if not on_the_way:
+            _refusal(request, {d.pk: d.status for d in drops})
+            return None
+        form = FailForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            result = move_drops_as_operator(
+                drop_ids=[d.pk for d in drops],
+                to=DropStatus.FAILED,
+                actor=_actor(request),
+                outcome=Outcome(failure_reason=form.cleaned_data["reason"]),
+            )
+            _report(request, result, "failed")
+            return None
+        return _confirmation(
+            modeladmin,
+            request,
+            queryset,
+            "admin/tracking/mark_failed.html",
+            form=form,
+            action="mark_failed",
+            verb="failed",
+            submit="Mark failed",
+            on_the_way=on_the_way,
+            elsewhere=[d for d in drops if d.status != DropStatus.PICKED_UP],
+            title="Mark failed",
+        )
+
     return [
         assign_driver,
         mover(DropStatus.PICKED_UP, "picked up", "Mark picked up"),
-        mover(DropStatus.DELIVERED, "delivered", "Mark delivered"),
-        mover(DropStatus.FAILED, "failed", "Mark failed"),
+        mark_delivered,
+        mark_failed,
         mover(
             DropStatus.CANCELLED,
             "cancelled (refunded)",
@@ -169,11 +311,7 @@ class OrderAdmin(DispatchAdmin):
     search_fields = ["id", "business__name", "drops__client_order_id"]
     inlines = [DropInline]
     actions = _dispatch_actions(
-        lambda qs: list(
-            Drop.objects.filter(order__in=qs, status__in=[*ACTIVE_STATUSES]).values_list(
-                "pk", flat=True
-            )
-        )
+        lambda orders: Drop.objects.filter(order__in=orders, status__in=[*ACTIVE_STATUSES])
     )
 
 
@@ -188,7 +326,74 @@ class DropAdmin(DispatchAdmin):
         "currency",
         "created_at",
     ]
-    list_filter = ["status", "environment"]
+    list_filter = ["status", "environment", "failure_reason"]
     search_fields = ["client_order_id", "external_waybill", "business__name"]
+    # The PIN is the recipient's proof that the parcel reached them: an operator who could
+    # read it could "deliver" without them. Listed fields only, so a new column stays hidden
+    # until someone decides to show it.
+    exclude = ["dropoff_pin", "pod_photo"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "client_order_id",
+                    "business",
+                    "environment",
+                    "order",
+                    "batch",
+                    "status",
+                    "external_waybill",
+                    "price",
+                    "currency",
+                    "created_at",
+                    "updated_at",
+                ]
+            },
+        ),
+        (
+            "Recipient",
+            {
+                "fields": [
+                    "recipient_name",
+                    "recipient_phone",
+                    "address",
+                    "lat",
+                    "long",
+                    "resolved",
+                    "tracking_token",
+                ]
+            },
+        ),
+        (
+            "Proof of delivery",
+            {
+                "fields": [
+                    "pin_required",
+                    "pin_attempts",
+                    "pod_method",
+                    "pod_received_by",
+                    "photo",
+                    "failure_reason",
+                ]
+            },
+        ),
+        ("Sandbox", {"fields": ["sandbox_scenario", "scenario_next_at", "courier_progress"]}),
+    ]
+    readonly_fields = ["pin_required", "photo"]
     inlines = [DeliveryEventInline]
-    actions = _dispatch_actions(lambda qs: list(qs.values_list("pk", flat=True)))
+    actions = _dispatch_actions(lambda drops: Drop.objects.filter(pk__in=drops.values("pk")))
+
+    @admin.display(description="PIN required")
+    def pin_required(self, drop: Drop) -> str:
+        return "yes" if drop.dropoff_pin is not None else "no"
+
+    @admin.display(description="Photo")
+    def photo(self, drop: Drop) -> str:
+        if not drop.pod_photo:
+            return self.get_empty_value_display()
+        return format_html(
+            '<a href="{}" target="_blank" rel="noopener">photo</a> (the link works for {} min)',
+            photo_url(drop.pk),
+            settings.POD_PHOTO_URL_SECONDS // 60,
+        )

@@ -23,6 +23,8 @@ SCHEDULE: dict[str, timedelta] = {
     "tracking.tasks.dispatch_due_orders": MINUTE,
     # Webhook deliveries that are due and have no live task are enqueued again.
     "events.tasks.sweep_deliveries": MINUTE,
+    # Sandbox scenario steps whose run was lost (a killed worker) are taken here.
+    "tracking.tasks.run_sandbox_scenarios": MINUTE,
     "orders.tasks.purge_idempotency_keys": HOUR,
     "orders.tasks.purge_expired_quotes": HOUR,
     "events.tasks.purge_old_events": HOUR,

@@ -130,6 +130,20 @@ class AdvanceForm(forms.Form):
     )
 
 
+class ScenarioForm(forms.Form):
+    """The sandbox console's "watch a delivery": one sample drop the test driver walks."""
+
+    scenario = forms.ChoiceField(
+        choices=[
+            ("deliver", "Deliver"),
+            ("fail", "Fail (recipient unavailable)"),
+            ("cancel_by_courier", "Cancelled by the courier"),
+        ],
+        initial="deliver",
+    )
+    pin = forms.BooleanField(required=False, label="Ask for a delivery PIN")
+
+
 # --- Webhook endpoints ------------------------------------------------------------------
 
 _SUBSCRIPTION_CHOICES = [

@@ -58,4 +58,5 @@ urlpatterns = [
     path("sandbox/", views.sandbox, name="sandbox"),
     path("sandbox/sample-batch/", views.sandbox_send_sample, name="sandbox_send_sample"),
     path("sandbox/advance/", views.sandbox_advance, name="sandbox_advance"),
+    path("sandbox/scenario/", views.sandbox_start_scenario, name="sandbox_start_scenario"),
 ]

@@ -6,7 +6,7 @@ import json
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial, wraps
 from pathlib import Path
 
@@ -36,15 +36,18 @@ from dashboard.forms import (
     OrderFilterForm,
     RequestAccessForm,
     SandboxTopUpForm,
+    ScenarioForm,
     SignupForm,
 )
+from geo.services import load_coverage
 from orders import onboarding as orders_onboarding
 from orders.api import base_url_of
 from orders.errors import BatchRefused
 from orders.inputs import parse_batch
+from orders.links import tracking_url
 from orders.models import Batch, Drop, DropStatus
 from orders.selectors import batch_detail
-from orders.services import create_batch
+from orders.services import BatchResult, create_batch
 from tracking.listing import DropFilters, list_drops
 from tracking.services import advance_sandbox_orders
 
@@ -414,7 +417,12 @@ def order_detail(request, pk: uuid.UUID):
     return render(
         request,
         "dashboard/order.html",
-        {"drop": drop, "order": drop.order, "events": drop.events.all()},
+        {
+            "drop": drop,
+            "order": drop.order,
+            "events": drop.events.all(),
+            "drop_tracking_url": tracking_url(drop.tracking_token),
+        },
     )
 
 
@@ -453,7 +461,61 @@ def sample_batch_body(suffix: str) -> dict:
     return body
 
 
-def _sandbox_page(request, *, advance_form: AdvanceForm, advanced=None, status: int = 200):
+def scenario_body(scenario: str, *, pin: bool, now: datetime) -> dict:
+    """One sample drop walked by the test driver; picked up now, or at the next opening."""
+    sample = json.loads(SAMPLE_BATCH.read_text())
+    pickup = dict(sample["orders"][0]["pickup"])
+    pickup.pop("pickup_scheduled_at", None)
+    opens = next_opening(pickup["lat"], pickup["long"], now)
+    if opens is not None and opens > now:
+        pickup["pickup_scheduled_at"] = opens.isoformat().replace("+00:00", "Z")
+    suffix = uuid.uuid4().hex[:8]
+    drop = dict(sample["orders"][0]["dropoff"][0])
+    drop |= {
+        "client_order_id": f"SCENARIO-{scenario.upper()}-{suffix}",
+        "sandbox_scenario": scenario,
+    }
+    drop.pop("external_waybill", None)
+    if pin:
+        drop["dropoff_verification"] = {"pin": True}
+    return {
+        "client_batch_id": f"sandbox-scenario-{suffix}",
+        "orders": [{"pickup": pickup, "dropoff": [drop]}],
+    }
+
+
+def next_opening(lat: float, long: float, now: datetime) -> datetime | None:
+    """The first quarter hour from now (within 8 days) at which the pickup's area is open."""
+    coverage = load_coverage()
+    [areas] = coverage.locate([lat], [long])
+    if not areas:
+        return None
+    moment = now
+    for _ in range(8 * 24 * 4):
+        if coverage.is_open(areas, moment):
+            return moment
+        moment = (moment + timedelta(minutes=15)).replace(second=0, microsecond=0)
+        moment -= timedelta(minutes=moment.minute % 15)
+    return None
+
+
+def _sandbox_page(
+    request,
+    *,
+    advance_form: AdvanceForm,
+    advanced=None,
+    status: int = 200,
+    scenario_form: ScenarioForm | None = None,
+):
+    # The scenario just started (?started=<drop id>), for its tracking link.
+    started_id = _uuid_or_none(request.GET.get("started", ""))
+    started = (
+        Drop.objects.filter(
+            business=request.business, environment=Environment.SANDBOX, pk=started_id
+        ).first()
+        if started_id
+        else None
+    )
     return render(
         request,
         "dashboard/sandbox.html",
@@ -461,6 +523,10 @@ def _sandbox_page(request, *, advance_form: AdvanceForm, advanced=None, status: 
             "business": request.business,
             "advance_form": advance_form,
             "advanced": advanced,
+            "scenario_form": scenario_form or ScenarioForm(),
+            "step_seconds": f"{settings.SANDBOX_STEP_SECONDS:g}",
+            "started": started,
+            "started_url": tracking_url(started.tracking_token) if started else None,
             "recent": Drop.objects.filter(
                 business=request.business, environment=Environment.SANDBOX
             ).order_by("-created_at", "-id")[:10],
@@ -489,13 +555,7 @@ def sandbox_send_sample(request):
     if refused := _refuse_without_sandbox(request):
         return refused
     try:
-        result = create_batch(
-            business=request.business,
-            environment=Environment.SANDBOX,
-            idempotency_key=uuid.uuid4(),
-            batch=parse_batch(sample_batch_body(uuid.uuid4().hex[:8])),
-            base_url=base_url_of(request),
-        )
+        result = _send_sandbox_batch(request, sample_batch_body(uuid.uuid4().hex[:8]))
     except (BatchRefused, BillingError) as exc:
         messages.error(request, f"The sample batch was not sent: {exc}")
         return _sandbox_page(request, advance_form=AdvanceForm(), status=400)
@@ -504,6 +564,54 @@ def sandbox_send_sample(request):
         f"Sample batch sent: {result.accepted} accepted, {result.rejected} rejected.",
     )
     return redirect("dashboard:batch", pk=result.batch_id)
+
+
+def _send_sandbox_batch(request, body: dict) -> BatchResult:
+    """A sandbox batch through the same pipeline as POST /orders/bulk, under a fresh key."""
+    return create_batch(
+        business=request.business,
+        environment=Environment.SANDBOX,
+        idempotency_key=uuid.uuid4(),
+        batch=parse_batch(body),
+        base_url=base_url_of(request),
+    )
+
+
+def _uuid_or_none(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
+@require_POST
+@business_view
+def sandbox_start_scenario(request):
+    """Send one sample drop with a scenario; the page then links to its tracking page."""
+    if refused := _refuse_without_sandbox(request):
+        return refused
+    form = ScenarioForm(request.POST)
+    if not form.is_valid():
+        return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
+    body = scenario_body(
+        form.cleaned_data["scenario"], pin=form.cleaned_data["pin"], now=timezone.now()
+    )
+    try:
+        result = _send_sandbox_batch(request, body)
+    except (BatchRefused, BillingError) as exc:
+        messages.error(request, f"The scenario did not start: {exc}")
+        return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
+    [entry] = json.loads(result.body)["data"]["orders"]
+    if entry["status"] != "accepted":
+        messages.error(request, f"The scenario did not start: {entry['message']}")
+        return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
+    messages.success(
+        request,
+        f"Scenario {form.cleaned_data['scenario']} started: the test driver takes a step "
+        f"every {settings.SANDBOX_STEP_SECONDS:g} s."
+        + (f" The recipient's PIN is {entry['dropoff_pin']}." if "dropoff_pin" in entry else ""),
+    )
+    return redirect(reverse("dashboard:sandbox") + f"?started={entry['drop_id']}")
 
 
 @require_POST

@@ -9,12 +9,13 @@ from django.conf import settings
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
-from core.api import ApiError, envelope, json_body, json_response
+from accounts.models import Environment
+from core.api import ApiError, envelope, json_body, json_response, validation_error
 from core.cursors import InvalidCursor
 from core.formats import iso_z, money
 from core.serializers import QUERY_NOT_VALID, parse_query
 from orders.errors import BatchRefused
-from orders.inputs import BatchesQuery, idempotency_key_from, parse_batch
+from orders.inputs import BatchesQuery, BatchIn, idempotency_key_from, parse_batch
 from orders.schema import BATCH, BATCHES, BULK, QUOTE
 from orders.selectors import batch_detail, list_batches
 from orders.services import QuoteResult, create_batch, quote_batch
@@ -22,6 +23,15 @@ from orders.services import QuoteResult, create_batch, quote_batch
 
 def base_url_of(request) -> str:
     return settings.BASE_URL or f"{request.scheme}://{request.get_host()}"
+
+
+def batch_of(request) -> BatchIn:
+    """The body of a bulk or quote call, checked; a live key may not send sandbox scenarios."""
+    batch = parse_batch(json_body(request))
+    if request.auth.environment == Environment.LIVE and batch.scenario_fields:
+        message = "sandbox_scenario is for sandbox keys only."
+        raise validation_error([{"field": f, "message": message} for f in batch.scenario_fields])
+    return batch
 
 
 class OrderViewSet(viewsets.ViewSet):
@@ -32,7 +42,7 @@ class OrderViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"], url_path="bulk", throttle_scope="bulk")
     def bulk(self, request):
         key = idempotency_key_from(request)
-        batch_in = parse_batch(json_body(request))
+        batch_in = batch_of(request)
         try:
             result = create_batch(
                 business=request.auth.business,
@@ -52,7 +62,7 @@ class OrderViewSet(viewsets.ViewSet):
         result = quote_batch(
             business=request.auth.business,
             environment=request.auth.environment,
-            batch=parse_batch(json_body(request)),
+            batch=batch_of(request),
         )
         return envelope(quote_data(result))
 

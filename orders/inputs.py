@@ -25,6 +25,7 @@ MAX_NAME = 200
 MAX_WAYBILL = 200
 MAX_ADDRESS_PART = 500
 MAX_BATCHES_PAGE = 500
+SANDBOX_SCENARIOS = ("manual", "deliver", "fail", "cancel_by_courier")
 _EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
@@ -57,6 +58,8 @@ class DropIn:
     name: str
     phone: Any
     place: Place
+    wants_pin: bool = False  # "dropoff_verification": {"pin": true}
+    scenario: str | None = None  # "sandbox_scenario" (sandbox keys only, DESIGN.md §14)
 
 
 @dataclass(slots=True)
@@ -72,6 +75,16 @@ class BatchIn:
     fingerprint: str  # of the body as sent: what idempotency compares
     quote_id: uuid.UUID | None = None
     quoted_fingerprint: str = ""  # of the body less its quote_id: what a quote compares
+
+    @property
+    def scenario_fields(self) -> list[str]:
+        """Where a sandbox_scenario was sent: a live key may not send one."""
+        return [
+            f"orders[{gi}].dropoff[{di}].sandbox_scenario"
+            for gi, group in enumerate(self.groups)
+            for di, drop in enumerate(group.drops)
+            if drop.scenario is not None
+        ]
 
     @property
     def quote_unknown(self) -> bool:
@@ -156,6 +169,30 @@ class _Errors:
             else:
                 self.add(f"{path}.{key}", "Must be a string.")
         return value if valid else None
+
+    def verification(self, obj: dict, path: str) -> bool:
+        """`dropoff_verification`: absent, or an object whose `pin` is a boolean."""
+        value = obj.get("dropoff_verification")
+        if value is None:
+            return False
+        where = f"{path}.dropoff_verification"
+        if not isinstance(value, dict) or not isinstance(value.get("pin", False), bool):
+            self.add(where, 'Must be an object such as {"pin": true}.')
+            return False
+        unknown = sorted(set(value) - {"pin"})
+        if unknown:
+            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; only pin.")
+            return False
+        return value.get("pin", False)
+
+    def scenario(self, obj: dict, path: str) -> str | None:
+        value = obj.get("sandbox_scenario")
+        if value is None:
+            return None
+        if value not in SANDBOX_SCENARIOS:
+            self.add(f"{path}.sandbox_scenario", f"Must be one of {', '.join(SANDBOX_SCENARIOS)}.")
+            return None
+        return value
 
     def scheduled_at(self, obj: dict, path: str) -> datetime | None:
         value = obj.get("pickup_scheduled_at")
@@ -262,6 +299,8 @@ def parse_batch(body: Any) -> BatchIn:
                     name=errors.text(recipient, "name", rpath, MAX_NAME),
                     phone=recipient.get("phone"),
                     place=errors.place(recipient, rpath),
+                    wants_pin=errors.verification(drop, dpath),
+                    scenario=errors.scenario(drop, dpath),
                 )
             )
         if pickup_in is not None:

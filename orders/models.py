@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from accounts.models import Environment
+from orders.links import new_tracking_token
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
 
@@ -28,6 +29,29 @@ class DropStatus(models.TextChoices):
     DELIVERED = "DELIVERED", "Delivered"
     FAILED = "FAILED", "Failed"
     CANCELLED = "CANCELLED", "Cancelled"
+
+
+class FailureReason(models.TextChoices):
+    RECIPIENT_UNAVAILABLE = "RECIPIENT_UNAVAILABLE", "Recipient unavailable"
+    ADDRESS_NOT_FOUND = "ADDRESS_NOT_FOUND", "Address not found"
+    REFUSED = "REFUSED", "Refused by the recipient"
+    WRONG_PIN = "WRONG_PIN", "Wrong PIN (three times)"
+    OTHER = "OTHER", "Other"
+
+
+class ProofMethod(models.TextChoices):
+    PIN = "pin", "PIN"
+    PHOTO = "photo", "Photo"
+    NONE = "none", "None"
+
+
+class SandboxScenario(models.TextChoices):
+    """What the sandbox test driver does with a drop by itself (DESIGN.md §14)."""
+
+    MANUAL = "manual", "Manual (moves only by /sandbox/orders/advance)"
+    DELIVER = "deliver", "Deliver"
+    FAIL = "fail", "Fail (recipient unavailable)"
+    CANCEL_BY_COURIER = "cancel_by_courier", "Cancelled by the courier"
 
 
 ACTIVE_STATUSES = (
@@ -196,6 +220,31 @@ class Drop(models.Model):
     currency = models.CharField(max_length=3)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The recipient's tracking page is /t/<token>: 128 random bits, URL-safe (DESIGN.md §14).
+    tracking_token = models.CharField(max_length=32, unique=True, default=new_tracking_token)
+    # Proof of delivery: the PIN the recipient gives the courier, when the drop asked for one.
+    dropoff_pin = models.CharField(max_length=4, null=True, blank=True)  # noqa: DJ001
+    pin_attempts = models.PositiveSmallIntegerField("wrong PIN attempts", default=0, db_default=0)
+    pod_method = models.CharField(  # noqa: DJ001
+        "proof of delivery", max_length=5, choices=ProofMethod.choices, null=True, blank=True
+    )
+    pod_received_by = models.CharField(  # noqa: DJ001
+        "received by", max_length=200, null=True, blank=True
+    )
+    pod_photo = models.FileField(  # noqa: DJ001
+        "delivery photo", upload_to="proof/%Y/%m/", null=True, blank=True
+    )
+    failure_reason = models.CharField(  # noqa: DJ001
+        max_length=21, choices=FailureReason.choices, null=True, blank=True
+    )
+    # Sandbox only: the scenario the test driver walks by itself, and when its next step is due.
+    sandbox_scenario = models.CharField(  # noqa: DJ001
+        max_length=17, choices=SandboxScenario.choices, null=True, blank=True
+    )
+    scenario_next_at = models.DateTimeField(null=True, blank=True)
+    # Where the courier is, as a fraction of the way from pickup to drop (0 = at the pickup),
+    # while one is on the way; only the sandbox simulation sets it today.
+    courier_progress = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -220,6 +269,12 @@ class Drop(models.Model):
             models.Index(
                 fields=["business", "environment", "status", "updated_at", "id"],
                 name="drop_listing_by_updated",
+            ),
+            # The sandbox scenario runner's queue: only drops with a step still to come.
+            models.Index(
+                fields=["scenario_next_at"],
+                condition=Q(scenario_next_at__isnull=False),
+                name="drop_scenario_due",
             ),
         ]
         permissions = [

@@ -30,7 +30,14 @@ from core.openapi import (
 )
 from core.serializers import NO_NUL, optional_text, text
 from orders.decisions import Reason
-from orders.inputs import MAX_ADDRESS_PART, MAX_ID, MAX_NAME, MAX_WAYBILL, BatchesQuery
+from orders.inputs import (
+    MAX_ADDRESS_PART,
+    MAX_ID,
+    MAX_NAME,
+    MAX_WAYBILL,
+    SANDBOX_SCENARIOS,
+    BatchesQuery,
+)
 from orders.models import BatchStatus, DropStatus
 
 # Named enums (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] points here).
@@ -104,6 +111,10 @@ class Recipient(serializers.Serializer):
     address = Address(required=False, allow_null=True, help_text=_ADDRESS_HELP)
 
 
+class DropoffVerification(serializers.Serializer):
+    pin = serializers.BooleanField(required=False, default=False)
+
+
 class Drop(serializers.Serializer):
     client_order_id = text(
         MAX_ID,
@@ -111,6 +122,19 @@ class Drop(serializers.Serializer):
     )
     external_waybill = optional_text(MAX_WAYBILL, help_text="Echoed in results; null if absent.")
     dropoff = Recipient(help_text="The recipient.")
+    dropoff_verification = DropoffVerification(
+        required=False,
+        allow_null=True,
+        help_text='{"pin": true}: delivered only against a 4-digit PIN, given back as '
+        "dropoff_pin in the accepted result.",
+    )
+    sandbox_scenario = serializers.ChoiceField(
+        choices=list(SANDBOX_SCENARIOS),
+        required=False,
+        allow_null=True,
+        help_text="Sandbox keys only (a live key gets 400): the test driver walks the drop "
+        "by itself (docs/sandbox.md). Default manual.",
+    )
 
 
 class PickupGroup(serializers.Serializer):
@@ -163,6 +187,12 @@ class AcceptedOrder(serializers.Serializer):
     drop_id = serializers.UUIDField()
     price = money()
     currency = serializers.CharField()
+    tracking_url = serializers.URLField(help_text="The recipient's tracking page.")
+    dropoff_pin = serializers.RegexField(
+        r"^[0-9]{4}$",
+        required=False,
+        help_text="Only when the drop asked for a PIN: pass it on to the recipient.",
+    )
     resolved_pin = Pin(required=False, help_text="Only when the drop was address-only.")
     pickup_resolved_pin = Pin(required=False, help_text="Only when the pickup was address-only.")
 

@@ -41,6 +41,7 @@ from orders.errors import (
     QuoteUsed,
 )
 from orders.inputs import BatchIn, Place
+from orders.links import new_pin, new_tracking_token, tracking_url
 from orders.models import (
     ACTIVE_STATUSES,
     Batch,
@@ -51,7 +52,9 @@ from orders.models import (
     IdempotencyRecord,
     Order,
     Quote,
+    SandboxScenario,
 )
+from orders.signals import scenarios_started
 
 CREATION_ACTOR = "api"
 
@@ -280,6 +283,10 @@ def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: st
     insert_rows(Drop, DROP_FIELDS, written.drops, json_fields=("address",))
     insert_rows(DeliveryEvent, EVENT_FIELDS, written.events)
     till.settle(at=now)
+    if written.scenarios_from is not None:
+        # The sandbox test driver takes them from here (tracking/scenarios.py), in a task
+        # committed with this batch.
+        scenarios_started.send(sender=Batch, due_at=written.scenarios_from)
 
     accepted = len(written.drops)
     row.total, row.accepted = len(written.results), accepted
@@ -335,7 +342,8 @@ ORDER_FIELDS = (
 DROP_FIELDS = (
     "id", "order_id", "batch_id", "business_id", "environment", "client_order_id",
     "external_waybill", "recipient_name", "recipient_phone", "lat", "long", "address",
-    "resolved", "status", "price", "currency", "created_at", "updated_at",
+    "resolved", "status", "price", "currency", "created_at", "updated_at", "tracking_token",
+    "dropoff_pin", "sandbox_scenario", "scenario_next_at",
 )  # fmt: skip
 EVENT_FIELDS = ("drop_id", "status", "at", "actor")
 
@@ -348,6 +356,7 @@ class Written:
     orders: list[tuple]
     drops: list[tuple]
     events: list[tuple]
+    scenarios_from: datetime | None = None  # when the first scenario step is due, if any
 
 
 def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Written:
@@ -355,6 +364,7 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
     business_id, environment, currency = row.business_id, row.environment, settings.CURRENCY
     written = Written([], [], [], [])
     order_of_group: dict[int, uuid.UUID] = {}
+    first_step = now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
     for decision in decisions.drops:
         drop = decision.drop
         if not decision.accepted:
@@ -381,10 +391,16 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
             ))  # fmt: skip
         drop_id = uuid.uuid4()
         till.record(drop_id, price)
+        token = new_tracking_token()
+        pin = new_pin() if drop.wants_pin else None
+        walks = drop.scenario not in (None, SandboxScenario.MANUAL)
+        if walks:
+            written.scenarios_from = first_step
         written.drops.append((
             drop_id, order_id, row.pk, business_id, environment, drop.client_order_id,
             drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
-            drop.place.address, located.resolved, initial, price, currency, now, now,
+            drop.place.address, located.resolved, initial, price, currency, now, now, token,
+            pin, drop.scenario, first_step if walks else None,
         ))  # fmt: skip
         written.events.append((drop_id, initial, now, CREATION_ACTOR))
         entry = {
@@ -395,7 +411,10 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
             "drop_id": str(drop_id),
             "price": money(price),
             "currency": currency,
+            "tracking_url": tracking_url(token),
             **decision.resolved_pins(),
         }
+        if pin is not None:
+            entry["dropoff_pin"] = pin
         written.results.append(entry)
     return written

@@ -20,6 +20,9 @@ ROYAL_PALACE = {
 
 # The fields of a found tracking entry (DESIGN.md §5).
 TRACKING_ENTRY_KEYS = {
+    "tracking_url",
+    "proof_of_delivery",
+    "failure",
     "client_order_id",
     "status",
     "drop_id",

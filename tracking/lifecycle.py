@@ -9,17 +9,20 @@ first one's result and is refused if its move is no longer legal.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from events.models import EventType
 from events.services import NewEvent, record_many
-from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from orders.models import DeliveryEvent, Drop, DropStatus, FailureReason, Order, ProofMethod
+from tracking.proof import pin_matches
 from tracking.selectors import entries_by_drop_id
 
 ALLOWED: dict[str, frozenset[str]] = {
@@ -84,6 +87,28 @@ def along_happy_path(target: str | None = None) -> Steps:
 class MoveResult:
     moved: list[Drop] = field(default_factory=list)
     refused: dict[UUID, str] = field(default_factory=dict)  # drop id → status it stayed in
+    # Drops that ask for a PIN and were not delivered: no PIN given, or a wrong one (with
+    # how many wrong ones it has had). The third wrong one fails the drop instead (WRONG_PIN).
+    pin_missing: set[UUID] = field(default_factory=set)
+    wrong_pin: dict[UUID, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a move that finishes a drop ends it (DESIGN.md §14).
+
+    `pins` are the PINs an operator entered, by drop id; the sandbox test driver
+    `knows_pins`. A drop asking for a PIN is delivered only with the right one.
+    """
+
+    failure_reason: str = FailureReason.OTHER
+    photo: str | None = None  # a stored file's name (Django storage)
+    received_by: str | None = None
+    pins: Mapping[UUID, str] = field(default_factory=dict)
+    knows_pins: bool = False
+
+
+FINISHED = frozenset({DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED})
 
 
 @transaction.atomic
@@ -95,13 +120,15 @@ def apply_moves(
     driver=None,
     at: datetime | None = None,
     on_cancel: Callable[[list[Drop], datetime], None] | None = None,
+    outcome: Outcome = Outcome(),  # noqa: B008 (frozen: one shared default is safe)
 ) -> MoveResult:
     """Move each drop along `steps(current)`, writing one event per step, in one transaction."""
     result = MoveResult()
     events: list[DeliveryEvent] = []
-    by_status: dict[str, list[UUID]] = defaultdict(list)
+    changes: dict[tuple, list[UUID]] = defaultdict(list)  # the fields to set → drops
     assigned_orders: set[UUID] = set()
     paths: dict[UUID, tuple[str, list[str]]] = {}  # drop id → (status before, steps taken)
+    wrong_pins: list[UUID] = []
     drops = list(Drop.objects.select_for_update().filter(pk__in=list(drop_ids)).order_by("pk"))
     # The time is read once we hold the locks: a mover that waited for another one stamps
     # its events after that one's, so a drop's events sorted by time stay a legal path.
@@ -111,15 +138,36 @@ def apply_moves(
         if not path or not _legal_path(drop.status, path):
             result.refused[drop.pk] = drop.status
             continue
+        finish: tuple = ()
+        if path[-1] == DropStatus.DELIVERED:
+            if not _pin_given(drop, outcome, result, wrong_pins):
+                if (
+                    drop.pk not in result.wrong_pin
+                    or result.wrong_pin[drop.pk] < _max_pin_attempts()
+                ):
+                    result.refused[drop.pk] = drop.status
+                    continue
+                # The last wrong PIN: the courier leaves with the parcel.
+                del result.wrong_pin[drop.pk]
+                path = [*path[:-1], DropStatus.FAILED]
+                finish = (("failure_reason", FailureReason.WRONG_PIN),)
+            else:
+                finish = _delivered_fields(drop, outcome)
+        elif path[-1] == DropStatus.FAILED:
+            finish = (("failure_reason", outcome.failure_reason),)
+        if path[-1] in FINISHED:
+            finish += (("courier_progress", None), ("scenario_next_at", None))
         events += [DeliveryEvent(drop_id=drop.pk, status=s, at=at, actor=actor) for s in path]
         paths[drop.pk] = (drop.status, path)
         if DropStatus.ASSIGNED in path:
             assigned_orders.add(drop.order_id)
         drop.status, drop.updated_at = path[-1], at
-        by_status[drop.status].append(drop.pk)
+        changes[(("status", drop.status), *finish)].append(drop.pk)
         result.moved.append(drop)
-    for status, ids in by_status.items():
-        Drop.objects.filter(pk__in=ids).update(status=status, updated_at=at)
+    for fields, ids in changes.items():
+        Drop.objects.filter(pk__in=ids).update(updated_at=at, **dict(fields))
+    if wrong_pins:
+        Drop.objects.filter(pk__in=wrong_pins).update(pin_attempts=F("pin_attempts") + 1)
     DeliveryEvent.objects.bulk_create(events)
     if driver is not None and assigned_orders:
         # Orders are shared by the drops of a pickup group, which two movers may move at
@@ -133,6 +181,40 @@ def apply_moves(
     # Last: the feed lock comes after the account lock a refund takes (events.services).
     _record_status_changes(result.moved, paths, at)
     return result
+
+
+def _max_pin_attempts() -> int:
+    return settings.MAX_PIN_ATTEMPTS
+
+
+def _pin_given(drop: Drop, outcome: Outcome, result: MoveResult, wrong: list[UUID]) -> bool:
+    """Whether this delivery may go ahead; counts a wrong PIN (under the drop's row lock)."""
+    if drop.dropoff_pin is None or outcome.knows_pins:
+        return True
+    given = outcome.pins.get(drop.pk)
+    if not given:
+        result.pin_missing.add(drop.pk)
+        return False
+    if pin_matches(drop.dropoff_pin, given):
+        return True
+    wrong.append(drop.pk)
+    result.wrong_pin[drop.pk] = drop.pin_attempts + 1
+    return False
+
+
+def _delivered_fields(drop: Drop, outcome: Outcome) -> tuple:
+    method = (
+        ProofMethod.PIN
+        if drop.dropoff_pin is not None
+        else ProofMethod.PHOTO
+        if outcome.photo
+        else ProofMethod.NONE
+    )
+    return (
+        ("pod_method", method),
+        ("pod_received_by", outcome.received_by or None),
+        ("pod_photo", outcome.photo or None),
+    )
 
 
 def _record_status_changes(moved: list[Drop], paths: dict, at: datetime) -> None:

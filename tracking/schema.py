@@ -60,6 +60,22 @@ class Eta(serializers.Serializer):
     dropoff_at = serializers.DateTimeField()
 
 
+class ProofOfDelivery(serializers.Serializer):
+    method = serializers.ChoiceField(choices=["pin", "photo", "none"])
+    at = serializers.DateTimeField()
+    received_by = serializers.CharField(allow_null=True)
+    photo_url = serializers.URLField(
+        allow_null=True, help_text="A signed link to the photo, valid for 1 hour."
+    )
+
+
+class Failure(serializers.Serializer):
+    reason = serializers.ChoiceField(
+        choices=["RECIPIENT_UNAVAILABLE", "ADDRESS_NOT_FOUND", "REFUSED", "WRONG_PIN", "OTHER"]
+    )
+    at = serializers.DateTimeField()
+
+
 class TrackedOrder(serializers.Serializer):
     client_order_id = serializers.CharField()
     status = serializers.ChoiceField(choices=DROP_STATUSES)
@@ -86,6 +102,9 @@ class TrackedOrder(serializers.Serializer):
             "the drop is delivered, failed or cancelled."
         ),
     )
+    tracking_url = serializers.URLField(help_text="The recipient's tracking page.")
+    proof_of_delivery = ProofOfDelivery(allow_null=True, help_text="Set once DELIVERED.")
+    failure = Failure(allow_null=True, help_text="Set once FAILED.")
 
 
 class UnknownOrder(serializers.Serializer):
@@ -214,6 +233,10 @@ _ORDER_EXAMPLE = {
         {"status": "ASSIGNED", "at": "2026-11-23T03:05:00.000Z"},
     ],
     "sequence": 2,
+    "eta": {"pickup_at": "2026-11-23T03:20:00.000Z", "dropoff_at": "2026-11-23T03:33:41.000Z"},
+    "tracking_url": "https://deliver.example.com/t/pS0TQm1x5Kq8e9G2b3tE4w",
+    "proof_of_delivery": None,
+    "failure": None,
 }
 
 ORDERS = operation(

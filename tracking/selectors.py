@@ -15,8 +15,17 @@ from django.utils import timezone
 from core.formats import money
 from core.functions import IsoZ, UuidText
 from geo.geometry import haversine_km
-from orders.models import ACTIVE_STATUSES, DeliveryEvent, Drop, DropStatus
+from orders.links import tracking_url
+from orders.models import (
+    ACTIVE_STATUSES,
+    DeliveryEvent,
+    Drop,
+    DropStatus,
+    FailureReason,
+    ProofMethod,
+)
 from tracking.eta import eta_of
+from tracking.proof import photo_url
 
 _FIELDS = (
     "client_order_id",
@@ -39,6 +48,11 @@ _FIELDS = (
     "order__pickup_resolved",
     "order__driver__name",
     "order__driver__phone",
+    "tracking_token",
+    "pod_method",
+    "pod_received_by",
+    "pod_photo",
+    "failure_reason",
 )
 _AS_TEXT = {
     "drop_id": UuidText("id"),
@@ -160,14 +174,45 @@ def _entry(row: dict, events: list[dict]) -> dict:
         # How many status events the drop has had: receivers order webhooks by it.
         "sequence": len(events),
         "eta": _eta(row, events),
+        "tracking_url": tracking_url(row["tracking_token"]),
+        "proof_of_delivery": _proof(row, events),
+        "failure": _failure(row, events),
+    }
+
+
+def _at(events: list[dict], status: str) -> str | None:
+    return next((e["at"] for e in reversed(events) if e["status"] == status), None)
+
+
+def _proof(row: dict, events: list[dict]) -> dict | None:
+    """How a DELIVERED drop was handed over (DESIGN.md §14); None before."""
+    if row["status"] != DropStatus.DELIVERED:
+        return None
+    return {
+        "method": row["pod_method"] or ProofMethod.NONE,
+        "at": _at(events, DropStatus.DELIVERED),
+        "received_by": row["pod_received_by"],
+        "photo_url": photo_url(row["drop_id"]) if row["pod_photo"] else None,
+    }
+
+
+def _failure(row: dict, events: list[dict]) -> dict | None:
+    if row["status"] != DropStatus.FAILED:
+        return None
+    return {
+        "reason": row["failure_reason"] or FailureReason.OTHER,
+        "at": _at(events, DropStatus.FAILED),
     }
 
 
 def _eta(row: dict, events: list[dict]) -> dict | None:
     picked_up = next((e["at"] for e in events if e["status"] == DropStatus.PICKED_UP), None)
+    # The pickup time is when the drop started waiting for a courier; before that, when it
+    # is scheduled (the sandbox test driver may dispatch a drop before its time).
+    waiting = next((e["at"] for e in events if e["status"] == DropStatus.PENDING), None)
     return eta_of(
         status=row["status"],
-        pickup_time=datetime.fromisoformat(row["scheduled"] or row["created"]),
+        pickup_time=datetime.fromisoformat(waiting or row["scheduled"] or row["created"]),
         picked_up_at=datetime.fromisoformat(picked_up) if picked_up else None,
         km=haversine_km(
             row["order__pickup_lat"], row["order__pickup_long"], row["lat"], row["long"]

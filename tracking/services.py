@@ -6,20 +6,26 @@ from collections import defaultdict
 from datetime import datetime
 from uuid import UUID
 
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Business, Environment
 from billing.services import lock_account, refund_drops
-from orders.models import Driver, Drop, DropStatus
+from orders.models import Driver, Drop, DropStatus, FailureReason
 from tracking.lifecycle import (
     CANCELLABLE,
     MoveResult,
+    Outcome,
     along_happy_path,
     apply_moves,
     single_step,
 )
 from tracking.selectors import pick_drop_ids, track_drops
+
+SANDBOX_ACTOR = "sandbox test driver"
+# The test driver knows every PIN; a drop it fails was not met by its recipient.
+SANDBOX_OUTCOME = Outcome(failure_reason=FailureReason.RECIPIENT_UNAVAILABLE, knows_pins=True)
 
 
 def sandbox_test_driver() -> Driver:
@@ -86,8 +92,9 @@ def advance_sandbox_orders(
         result = apply_moves(
             drop_ids=picked.values(),
             steps=along_happy_path(to),
-            actor="sandbox test driver",
+            actor=SANDBOX_ACTOR,
             driver=driver,
+            outcome=SANDBOX_OUTCOME,
         )
         return _entries_after(
             business=business,
@@ -129,14 +136,30 @@ def cancel_drops_as_operator(*, drop_ids: list[UUID], actor: str) -> MoveResult:
 
 
 def move_drops_as_operator(
-    *, drop_ids: list[UUID], to: str, actor: str, driver: Driver | None = None
+    *,
+    drop_ids: list[UUID],
+    to: str,
+    actor: str,
+    driver: Driver | None = None,
+    outcome: Outcome = Outcome(),  # noqa: B008 (frozen)
 ) -> MoveResult:
-    """Operator moves from admin: assign (with a driver), picked up, delivered, failed."""
+    """Operator moves from admin: assign (with a driver), picked up, delivered, failed.
+
+    Delivering a drop that asks for a PIN needs it in `outcome.pins`; a wrong one counts,
+    and the last allowed wrong one fails the drop with WRONG_PIN (tracking.lifecycle).
+    """
     if to == DropStatus.CANCELLED:
         return cancel_drops_as_operator(drop_ids=drop_ids, actor=actor)
     if to == DropStatus.ASSIGNED and driver is None:
         raise ValueError("Assigning needs a driver.")
-    return apply_moves(drop_ids=drop_ids, steps=single_step(to), actor=actor, driver=driver)
+    return apply_moves(
+        drop_ids=drop_ids, steps=single_step(to), actor=actor, driver=driver, outcome=outcome
+    )
+
+
+def store_proof_photo(upload) -> str:
+    """Keep an uploaded delivery photo with Django's storage API; the name it was stored as."""
+    return default_storage.save(f"proof/{timezone.now():%Y/%m}/{upload.name}", upload)
 
 
 def dispatch_due_orders(*, now: datetime | None = None) -> MoveResult:

@@ -34,6 +34,7 @@ ACCEPTED_KEYS = {
     "drop_id",
     "price",
     "currency",
+    "tracking_url",
 }
 REJECTED_KEYS = {"client_order_id", "external_waybill", "status", "failure_reason", "message"}
 
@@ -74,7 +75,7 @@ def assert_rejected(entry: dict, reason: str) -> None:
 
 def assert_accepted(entry: dict) -> None:
     assert set(entry) >= ACCEPTED_KEYS
-    assert set(entry) - ACCEPTED_KEYS <= {"resolved_pin", "pickup_resolved_pin"}
+    assert set(entry) - ACCEPTED_KEYS <= {"resolved_pin", "pickup_resolved_pin", "dropoff_pin"}
     assert entry["status"] == "accepted"
 
 

@@ -108,7 +108,7 @@ def test_an_order_is_assigned_picked_up_and_delivered(
 
     _, messages = run_action(operator, ORDERS, "mark_picked_up", order.pk)
     assert messages == [("success", "2 drop(s) picked up.")]
-    _, messages = run_action(operator, ORDERS, "mark_delivered", order.pk)
+    _, messages = run_action(operator, ORDERS, "mark_delivered", order.pk, apply="1")
     assert messages == [("success", "2 drop(s) delivered.")]
 
     for drop_id in ids.values():
@@ -124,7 +124,9 @@ def test_a_single_drop_is_assigned_and_failed(open_for_business, alice, api, ope
         ("success", "1 drop(s) assigned to Sokha.")
     ]
     run_action(operator, DROPS, "mark_picked_up", ids["D-1"])
-    _, messages = run_action(operator, DROPS, "mark_failed", ids["D-1"])
+    _, messages = run_action(
+        operator, DROPS, "mark_failed", ids["D-1"], apply="1", reason="RECIPIENT_UNAVAILABLE"
+    )
 
     assert messages == [("success", "1 drop(s) failed.")]
     assert statuses_of(ids["D-1"]) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.FAILED]

@@ -8,6 +8,7 @@ listing may read the drops table from end to end.
 from __future__ import annotations
 
 import random
+import secrets
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -65,7 +66,8 @@ def load_drops(business, environment: str, count: int, rng: random.Random) -> li
             drops.append(
                 (drop_id, order_id, batch.pk, business.pk, environment, f"P-{b}-{i}", None,
                  "Recipient", "+85512345679", 11.5696, 104.921, None, False, status,
-                 Decimal("2.80"), "USD", at, changed)
+                 Decimal("2.80"), "USD", at, changed, secrets.token_urlsafe(16), None, None,
+                 None)
             )  # fmt: skip
             events.append((drop_id, status, changed, "plan"))
     insert_rows(Order, ORDER_FIELDS, orders, json_fields=("pickup_address",))

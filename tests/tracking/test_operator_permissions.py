@@ -89,7 +89,7 @@ def test_an_operator_assigns_picks_up_and_delivers(placed, driver, changelist):
 
     post_action(operator, changelist, "assign_driver", placed, apply="1", driver=str(driver.pk))
     post_action(operator, changelist, "mark_picked_up", placed)
-    post_action(operator, changelist, "mark_delivered", placed)
+    post_action(operator, changelist, "mark_delivered", placed, apply="1")
 
     assert statuses_of(placed) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
     assert Drop.objects.get(pk=placed).order.driver == driver

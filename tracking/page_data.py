@@ -1,0 +1,243 @@
+"""What the recipient's tracking page shows (DESIGN.md §14): one drop, and only what its
+recipient may see.
+
+Status, ETA, proof and failure come from the drop's tracking entry (tracking.selectors), so
+the page tells exactly what the API tells the business; from that entry only named fields
+are copied out. Whoever holds the link sees the page, so nothing else leaves: no phone
+numbers, no price, no PIN, no last name, nothing of another drop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
+
+import shapely
+from django.conf import settings
+
+from geo.geometry import geometry_from_geojson
+from geo.models import ServiceArea
+from orders.models import ACTIVE_STATUSES, Drop, DropStatus, FailureReason, ProofMethod
+from tracking.selectors import entries_by_drop_id
+
+# new_tracking_token() makes 22 characters; any token_urlsafe of 12 to 32 bytes fits, so
+# links made with another length still open. Anything else is refused before a query.
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,43}\Z")
+
+# Where the courier is drawn: only while one is on the way with the parcel or to it.
+COURIER_STATUSES = frozenset({DropStatus.ASSIGNED, DropStatus.PICKED_UP})
+
+STATUS_WORDS = {
+    DropStatus.SCHEDULED: "Scheduled",
+    DropStatus.PENDING: "Waiting for a courier",
+    DropStatus.ASSIGNED: "A courier is picking it up",
+    DropStatus.PICKED_UP: "On its way",
+    DropStatus.DELIVERED: "Delivered",
+    DropStatus.FAILED: "Delivery failed",
+    DropStatus.CANCELLED: "Cancelled",
+}
+EVENT_WORDS = {
+    DropStatus.SCHEDULED: "Order placed, scheduled for later",
+    DropStatus.PENDING: "Order placed",
+    DropStatus.ASSIGNED: "Courier assigned",
+    DropStatus.PICKED_UP: "Picked up by the courier",
+    DropStatus.DELIVERED: "Delivered",
+    DropStatus.FAILED: "Delivery failed",
+    DropStatus.CANCELLED: "Cancelled",
+}
+FAILURE_WORDS = {
+    FailureReason.RECIPIENT_UNAVAILABLE: "The courier could not reach the recipient.",
+    FailureReason.ADDRESS_NOT_FOUND: "The courier could not find the address.",
+    FailureReason.REFUSED: "The parcel was refused at the door.",
+    FailureReason.WRONG_PIN: "The delivery PIN was given wrong too many times.",
+    FailureReason.OTHER: "The delivery could not be completed.",
+}
+PROOF_WORDS = {
+    ProofMethod.PIN: "Confirmed with the delivery PIN",
+    ProofMethod.PHOTO: "Photo taken at the door",
+    ProofMethod.NONE: "Handed over",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    iso: str  # UTC wire format, for <time datetime>
+    text: str  # in the service time zone, e.g. "Mon 23 Nov, 14:05"
+    zone: str  # that zone's label at that moment, e.g. "UTC+7" or "CET"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    status: str
+    words: str
+    at: Moment
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    method: str
+    words: str
+    at: Moment | None
+    received_by: str | None
+    photo_path: str | None  # /pod/<signed>: same host as the page, whatever BASE_URL says
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    reason: str
+    words: str
+    at: Moment | None
+
+
+@dataclass(frozen=True, slots=True)
+class TrackingPage:
+    status: str
+    status_words: str
+    is_active: bool
+    is_sandbox: bool
+    business_name: str
+    first_name: str
+    time_zone: str
+    timeline: list[Step]
+    eta_pickup: Moment | None
+    eta_dropoff: Moment | None
+    picked_up: bool  # the ETA's pickup time is then when it happened, not a forecast
+    proof: Proof | None
+    failure: Failure | None
+    # For tracking.js, through json_script: coordinates only.
+    map: dict = field(default_factory=dict)
+
+
+def tracking_page(token: str) -> TrackingPage | None:
+    """The page of the drop with this tracking token; None if malformed or unknown.
+
+    Four queries whatever the drop's history: the drop, its entry (two), the areas.
+    """
+    if not TOKEN_SHAPE.match(token):
+        return None
+    found = (
+        Drop.objects.filter(tracking_token=token)
+        .values_list("pk", "business__name", "courier_progress")
+        .first()
+    )
+    if found is None:
+        return None
+    drop_id, business_name, progress = found
+    entry = entries_by_drop_id([drop_id])[str(drop_id)]
+    zone = ZoneInfo(settings.TIME_ZONE)
+    status = entry["status"]
+    eta = entry["eta"] or {}
+    return TrackingPage(
+        status=status,
+        status_words=STATUS_WORDS.get(status, status),
+        is_active=status in ACTIVE_STATUSES,
+        is_sandbox=entry["environment"] == "sandbox",
+        business_name=business_name,
+        first_name=first_name(entry["dropoff"]["name"]),
+        time_zone=settings.TIME_ZONE,
+        timeline=[
+            Step(e["status"], EVENT_WORDS.get(e["status"], e["status"]), moment(e["at"], zone))
+            for e in entry["events"]
+        ],
+        eta_pickup=moment(eta.get("pickup_at"), zone),
+        eta_dropoff=moment(eta.get("dropoff_at"), zone),
+        picked_up=status == DropStatus.PICKED_UP,
+        proof=_proof(entry["proof_of_delivery"], zone),
+        failure=_failure(entry["failure"], zone),
+        map=_map_data(entry, progress),
+    )
+
+
+def first_name(name: str) -> str:
+    """The first whitespace-separated word: the page greets, it does not identify."""
+    words = name.split()
+    return words[0] if words else ""
+
+
+def moment(iso: str | None, zone: ZoneInfo) -> Moment | None:
+    if iso is None:
+        return None
+    local = datetime.fromisoformat(iso).astimezone(zone)
+    return Moment(iso=iso, text=local.strftime("%a %d %b, %H:%M"), zone=zone_label(local))
+
+
+def zone_label(local: datetime) -> str:
+    """The zone's own abbreviation (CET, ICT) when it has one, else its UTC offset (UTC+7)."""
+    name = local.tzname() or ""
+    if name[:1].isalpha():
+        return name
+    offset = local.utcoffset() or timedelta(0)
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(int(offset.total_seconds())) // 60
+    hours, rest = divmod(minutes, 60)
+    return f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")
+
+
+def _proof(proof: dict | None, zone: ZoneInfo) -> Proof | None:
+    if proof is None:
+        return None
+    url = proof["photo_url"]
+    return Proof(
+        method=proof["method"],
+        words=PROOF_WORDS.get(proof["method"], proof["method"]),
+        at=moment(proof["at"], zone),
+        received_by=proof["received_by"],
+        photo_path=urlsplit(url).path if url else None,
+    )
+
+
+def _failure(failure: dict | None, zone: ZoneInfo) -> Failure | None:
+    if failure is None:
+        return None
+    return Failure(
+        reason=failure["reason"],
+        words=FAILURE_WORDS.get(failure["reason"], FAILURE_WORDS[FailureReason.OTHER]),
+        at=moment(failure["at"], zone),
+    )
+
+
+def _map_data(entry: dict, progress: float | None) -> dict:
+    """Pins as [lat, long], the areas that serve the drop, the courier, the tiles if any."""
+    pickup = [entry["pickup"]["lat"], entry["pickup"]["long"]]
+    drop = [entry["dropoff"]["lat"], entry["dropoff"]["long"]]
+    courier = None
+    if entry["status"] in COURIER_STATUSES and progress is not None:
+        share = min(max(progress, 0.0), 1.0)
+        courier = [p + (d - p) * share for p, d in zip(pickup, drop, strict=True)]
+    tiles = None
+    if settings.TRACKING_TILE_URL:
+        tiles = {
+            "url": settings.TRACKING_TILE_URL,
+            "attribution": settings.TRACKING_TILE_ATTRIBUTION,
+        }
+    return {
+        "status": entry["status"],
+        "pickup": pickup,
+        "drop": drop,
+        "courier": courier,
+        "areas": areas_serving(*drop),
+        "tiles": tiles,
+    }
+
+
+def areas_serving(lat: float, long: float) -> list[list[list[list[float]]]]:
+    """The active service areas that contain the point (edges count), as Leaflet polygons:
+    one entry per polygon, each a list of rings of [lat, long] (GeoJSON has [long, lat])."""
+    polygons = []
+    for geojson in ServiceArea.objects.filter(active=True).values_list("geojson", flat=True):
+        try:
+            geometry = geometry_from_geojson(geojson)
+        except ValueError:
+            continue  # refused by the admin form; a row written around it is not drawn
+        if not shapely.intersects_xy(geometry, long, lat):
+            continue
+        parts = (
+            geojson["coordinates"]
+            if geojson["type"] == "MultiPolygon"
+            else [geojson["coordinates"]]
+        )
+        polygons += [[[[y, x] for x, y, *_ in ring] for ring in part] for part in parts]
+    return polygons

@@ -1,0 +1,195 @@
+"""Sandbox scenarios (DESIGN.md §14): the test driver walks a drop by itself, one step every
+SANDBOX_STEP_SECONDS, and a simulated courier moves from pickup to drop along the way.
+
+A drop's row is the truth: `scenario_next_at` says when its next step is due (null: nothing
+left to do). `run_due_scenarios` locks every due drop no other runner holds (SKIP LOCKED: two
+workers never step the same drop), decides each one's step from its status *now* (a drop the
+business cancelled or advanced by hand meanwhile is simply further along), and moves them all
+through the state machine in one transaction, so every step fires its events and webhooks as
+a live move does. A task runs it when the earliest step is due (enqueued by the batch that
+created the drops, then by each run for the next one); the minute sweep of core/schedule.py
+runs it as well, so a worker killed mid-run delays a scenario, never strands it.
+
+Steps (the courier's position is `courier_progress`, the fraction of the way to the drop):
+
+    deliver            PENDING → ASSIGNED (0) → PICKED_UP (0.3) → en route (0.7) → DELIVERED
+    fail               PENDING → ASSIGNED (0) → PICKED_UP (0.3) → en route (0.7) → FAILED
+    cancel_by_courier  PENDING → ASSIGNED (0) → CANCELLED (refunded)
+
+A SCHEDULED drop is dispatched as the first step (the sandbox does not wait for its pickup
+time, so a scenario can be watched at any hour); `deliver` hands over with the PIN when one
+was asked, and a sample photo.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from uuid import UUID
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from accounts.models import Business
+from billing.services import lock_account, refund_drops
+from orders.models import Drop, DropStatus, SandboxScenario
+from tracking.lifecycle import Outcome, apply_moves, single_step
+from tracking.services import SANDBOX_ACTOR, SANDBOX_OUTCOME, sandbox_test_driver
+
+RUN_LIMIT = 1000  # drops stepped per transaction; a run with more due goes again at once
+PICKED_UP_AT = 0.3
+EN_ROUTE_AT = 0.7
+SAMPLE_PHOTO = "proof/sandbox/sample-delivery.png"
+_SAMPLE_SOURCE = Path(__file__).parent / "assets" / "sandbox-proof.png"
+
+
+@dataclass(slots=True)
+class RunResult:
+    stepped: int
+    next_due: datetime | None
+    more: bool  # hit RUN_LIMIT: more drops were already due
+
+
+def step_of(status: str, scenario: str, progress: float | None) -> str | None:
+    """The next step of a drop: a status to move to, "en_route", or None (done)."""
+    if scenario in (None, SandboxScenario.MANUAL):
+        return None
+    if status == DropStatus.SCHEDULED:
+        # The sandbox plays time forward: its test driver does not wait for the pickup time.
+        return DropStatus.PENDING
+    if status == DropStatus.PENDING:
+        return DropStatus.ASSIGNED
+    if status == DropStatus.ASSIGNED:
+        if scenario == SandboxScenario.CANCEL_BY_COURIER:
+            return DropStatus.CANCELLED
+        return DropStatus.PICKED_UP
+    if status == DropStatus.PICKED_UP:
+        if progress is None or progress < EN_ROUTE_AT:
+            return "en_route"
+        return DropStatus.FAILED if scenario == SandboxScenario.FAIL else DropStatus.DELIVERED
+    return None  # delivered, failed or cancelled: the scenario is over
+
+
+def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
+    """Take one step of every due scenario drop that no other runner holds."""
+    now = now or timezone.now()
+    step = timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
+    with transaction.atomic():
+        # A courier cancelling refunds the account: its lock comes first, as in every other
+        # cancellation (tracking.services.cancel_orders), so the two can never deadlock.
+        refunding = _lock_refunding_accounts(now)
+        rows = list(
+            Drop.objects.select_for_update(skip_locked=True)
+            .filter(scenario_next_at__lte=now)
+            .order_by("pk")
+            .values_list(
+                "pk", "status", "sandbox_scenario", "courier_progress", "business_id",
+                "environment",
+            )[:RUN_LIMIT]
+        )  # fmt: skip
+        by_step: dict[str | None, list[UUID]] = defaultdict(list)
+        for pk, status, scenario, progress, business_id, environment in rows:
+            next_step = step_of(status, scenario, progress)
+            if next_step == DropStatus.CANCELLED and (business_id, environment) not in refunding:
+                next_step = "wait"  # became due after we took the account locks: next run
+            by_step[next_step].append(pk)
+        _move(by_step, refunding, now)
+        later = now + step
+        for name, progress in (
+            (DropStatus.ASSIGNED, 0.0),
+            (DropStatus.PICKED_UP, PICKED_UP_AT),
+            ("en_route", EN_ROUTE_AT),
+        ):
+            if by_step.get(name):
+                Drop.objects.filter(pk__in=by_step[name]).update(
+                    courier_progress=progress, scenario_next_at=later
+                )
+        if by_step.get(DropStatus.PENDING) or by_step.get("wait"):
+            waiting = by_step.get(DropStatus.PENDING, []) + by_step.get("wait", [])
+            Drop.objects.filter(pk__in=waiting).update(scenario_next_at=later)
+        if by_step.get(None):
+            Drop.objects.filter(pk__in=by_step[None]).update(scenario_next_at=None)
+    next_due = Drop.objects.filter(scenario_next_at__isnull=False).aggregate(
+        next=Min("scenario_next_at")
+    )["next"]
+    return RunResult(stepped=len(rows), next_due=next_due, more=len(rows) == RUN_LIMIT)
+
+
+def _lock_refunding_accounts(now: datetime) -> dict[tuple, Business]:
+    """Lock, in a fixed order, every account with a courier cancellation due."""
+    due = (
+        Drop.objects.filter(
+            scenario_next_at__lte=now,
+            status=DropStatus.ASSIGNED,
+            sandbox_scenario=SandboxScenario.CANCEL_BY_COURIER,
+        )
+        .values_list("business_id", "environment")
+        .distinct()
+    )
+    accounts = sorted(set(due))
+    businesses = Business.objects.in_bulk([business_id for business_id, _ in accounts])
+    for business_id, environment in accounts:
+        lock_account(business=businesses[business_id], environment=environment)
+    return {account: businesses[account[0]] for account in accounts}
+
+
+def _move(by_step: dict, refunding: dict[tuple, Business], now: datetime) -> None:
+    """The status moves, one apply_moves per kind of step: set-based, events included."""
+    for status in MOVES:
+        if by_step.get(status):
+            apply_moves(
+                drop_ids=by_step[status],
+                steps=single_step(status),
+                actor=SANDBOX_ACTOR,
+                at=now,
+                **_how(status, refunding),
+            )
+
+
+MOVES = (
+    DropStatus.PENDING,
+    DropStatus.ASSIGNED,
+    DropStatus.PICKED_UP,
+    DropStatus.DELIVERED,
+    DropStatus.FAILED,
+    DropStatus.CANCELLED,
+)
+
+
+def _how(status: str, refunding: dict[tuple, Business]) -> dict:
+    """What a move to `status` takes besides the drops: a driver, an outcome, a refund."""
+    if status == DropStatus.ASSIGNED:
+        return {"driver": sandbox_test_driver()}
+    if status == DropStatus.DELIVERED:
+        photo = sample_photo()
+        return {"outcome": Outcome(photo=photo, received_by="Sandbox recipient", knows_pins=True)}
+    if status == DropStatus.FAILED:
+        return {"outcome": SANDBOX_OUTCOME}
+    if status == DropStatus.CANCELLED:
+        return {"on_cancel": lambda drops, at: _refund(drops, refunding, at)}
+    return {}
+
+
+def _refund(drops: list[Drop], refunding: dict[tuple, Business], at: datetime) -> None:
+    by_account: dict[tuple, list[Drop]] = defaultdict(list)
+    for drop in drops:
+        by_account[drop.business_id, drop.environment].append(drop)
+    for (business_id, environment), cancelled in by_account.items():
+        business = refunding[business_id, environment]
+        refund_drops(business=business, environment=environment, drops=cancelled, at=at)
+
+
+def sample_photo() -> str:
+    """The stored name of the sandbox's sample delivery photo, stored on first use."""
+    if not default_storage.exists(SAMPLE_PHOTO):
+        try:
+            return default_storage.save(SAMPLE_PHOTO, ContentFile(_SAMPLE_SOURCE.read_bytes()))
+        except FileExistsError:  # another worker stored it first
+            pass
+    return SAMPLE_PHOTO
