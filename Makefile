@@ -24,8 +24,10 @@ run: $(STAMP)
 	@test -f .env || { echo "DEBUG=true" > .env; echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env; }
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py collectstatic --noinput -v0
-	@$(PY) manage.py seed_demo | tee .demo.txt
-	@echo "Service:     http://$(HOST):$(PORT)/  (API under /api/v1, operator console /admin/)"
+	@$(PY) manage.py seed_demo --key-file .demo-key | tee .demo.txt
+	@echo "Dashboard:   http://$(HOST):$(PORT)/  (sign in with the dashboard login above)"
+	@echo "Console:     http://$(HOST):$(PORT)/admin/  (operators: the admin login above)"
+	@echo "API:         http://$(HOST):$(PORT)/api/v1/  (docs at /api/v1/docs/; PORT=$(PORT), change with make run PORT=...)"
 	@# The worker is stopped (SIGTERM: it finishes its task) whenever this shell exits: after
 	@# Ctrl-C, which gunicorn gets too, or when gunicorn fails to start.
 	@trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
@@ -47,9 +49,12 @@ browser-deps:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # What the suite runs besides PostgreSQL: chromium for the browser tests, redis-server for the
-# counters' Redis store (CACHE_URL=redis://); each installed only if missing.
-test-deps: browser-deps
+# counters' Redis store (CACHE_URL=redis://), axe-core for the accessibility checks; each
+# fetched only if missing.
+test-deps: $(STAMP) browser-deps
 	@test -x /usr/bin/redis-server || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server)
+	@# axe-core (accessibility checks in the browser tests), pinned and checked, from npm.
+	@$(PY) tests/browser/axe.py >/dev/null
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -58,4 +63,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles .demo.txt
+	rm -rf $(VENV) db.sqlite3 staticfiles .demo.txt .demo-key media

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from accounts.keys import KEY_PATTERN
 from accounts.models import ApiKey, BillingModel, Business, Stage
@@ -256,3 +257,65 @@ def test_seed_demo_with_demo_admin_password_uses_it_and_does_not_print_it(settin
     assert authenticate(username="admin", password="admin") is None
     assert "Admin login: admin / (the DEMO_ADMIN_PASSWORD you set)" in printed
     assert "correct-horse-battery" not in printed
+
+
+# --- make run for a newcomer: the same key on every run, a dashboard login
+
+
+def seed_demo_with(key_file) -> str:
+    out = StringIO()
+    call_command("seed_demo", key_file=key_file, stdout=out)
+    return out.getvalue()
+
+
+def printed_key(printed: str) -> str:
+    found = re.search(r"Sandbox key: (svc_test_[A-Za-z0-9]{40})\b", printed)
+    assert found, printed
+    return found.group(1)
+
+
+def test_the_printed_demo_key_survives_a_restart(api, tmp_path):
+    key_file = tmp_path / ".demo-key"
+
+    first = printed_key(seed_demo_with(key_file))
+    again = printed_key(seed_demo_with(key_file))
+
+    assert again == first
+    assert account(api, first)["environment"] == "sandbox"
+    assert key_file.read_text().strip() == first
+    assert key_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_revoked_or_foreign_kept_key_is_replaced_by_a_working_one(api, tmp_path):
+    key_file = tmp_path / ".demo-key"
+    first = printed_key(seed_demo_with(key_file))
+    ApiKey.objects.update(revoked_at=timezone.now())
+
+    second = printed_key(seed_demo_with(key_file))
+    key_file.write_text("svc_test_" + "x" * 40)
+    third = printed_key(seed_demo_with(key_file))
+
+    assert len({first, second, third}) == 3
+    assert account(api, third)["environment"] == "sandbox"
+    assert api.get("/account", second).status_code == 401  # replaced keys are revoked
+
+
+def test_seed_demo_prints_a_dashboard_login_that_signs_in_to_the_demo_business(settings):
+    settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = True, ""
+
+    printed = seed_demo_output()
+
+    assert "Dashboard login: demo@example.com / demo-shop" in printed
+    user = authenticate(username="demo@example.com", password="demo-shop")
+    assert user is not None and not user.is_staff
+    assert user.membership.business.email == "demo@example.com"
+    assert "Dashboard login: demo@example.com / (unchanged)" in seed_demo_output()
+
+
+def test_no_dashboard_login_with_debug_off_and_no_password(settings):
+    settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = False, ""
+
+    printed = seed_demo_output()
+
+    assert "No dashboard login was created" in printed
+    assert not get_user_model().objects.filter(username="demo@example.com").exists()

@@ -1,4 +1,8 @@
-"""seed_demo: the demo region, the sandbox test driver, a LIVE demo business, a demo admin."""
+"""seed_demo: the demo region, the sandbox test driver, a LIVE demo business with a dashboard
+login, a demo admin, and a sandbox key that stays the same from one run to the next."""
+
+import os
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -7,12 +11,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import services
-from accounts.models import ApiKey, Business, Environment
+from accounts.keys import digest_of
+from accounts.models import ApiKey, Business, Environment, Membership
 from console.provisioning import provision_business
 from geo.demo import seed_region
 from orders.models import Driver
 
 DEMO_EMAIL = "demo@example.com"
+DEMO_USER_PASSWORD = "demo-shop"
 DEMO_KEY_LABEL = "Demo sandbox key"
 ADMIN_USERNAME = "admin"
 
@@ -39,8 +45,57 @@ def ensure_demo_admin() -> str:
     return f"Admin login: {ADMIN_USERNAME} / {shown}"
 
 
+def ensure_demo_login(business: Business) -> str:
+    """A dashboard login of the demo business, under the same rules as the demo admin."""
+    User = get_user_model()
+    if User.objects.filter(username=DEMO_EMAIL).exists():
+        return f"Dashboard login: {DEMO_EMAIL} / (unchanged)"
+    if settings.DEMO_ADMIN_PASSWORD:
+        password, shown = settings.DEMO_ADMIN_PASSWORD, "(the DEMO_ADMIN_PASSWORD you set)"
+    elif settings.DEBUG:
+        password = shown = DEMO_USER_PASSWORD
+    else:
+        return "No dashboard login was created (DEBUG is off and DEMO_ADMIN_PASSWORD is not set)."
+    user = User.objects.create_user(username=DEMO_EMAIL, email=DEMO_EMAIL, password=password)
+    Membership.objects.create(user=user, business=business, is_owner=True)
+    return f"Dashboard login: {DEMO_EMAIL} / {shown}"
+
+
+def demo_key(business: Business, key_file: Path | None) -> str:
+    """The sandbox key kept in `key_file` while it still works; else a new one, kept there.
+
+    Keys are stored only as digests, so the plaintext a restart should print again lives in
+    that local file (mode 0600, next to the SQLite database; never in the repository).
+    """
+    if key_file is not None and key_file.exists():
+        kept = key_file.read_text().strip()
+        if ApiKey.objects.filter(
+            business=business, digest=digest_of(kept), revoked_at__isnull=True
+        ).exists():
+            return kept
+    ApiKey.objects.filter(business=business, label=DEMO_KEY_LABEL).update(revoked_at=timezone.now())
+    key = services.create_api_key(
+        business=business, environment=Environment.SANDBOX, label=DEMO_KEY_LABEL
+    )
+    if key_file is not None:
+        key_file.touch(mode=0o600)
+        key_file.write_text(key.plaintext + "\n")
+        os.chmod(key_file, 0o600)
+    return key.plaintext
+
+
 class Command(BaseCommand):
-    help = "Create the demo data (safe to run twice) and print a fresh demo sandbox key."
+    help = (
+        "Create the demo data (safe to run twice) and print the demo logins and a sandbox key "
+        "(the one in --key-file while it works, else a fresh one)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--key-file",
+            type=Path,
+            help="Keep the demo sandbox key here, so the same key is printed on every run.",
+        )
 
     @transaction.atomic
     def handle(self, *args, **opts):
@@ -59,13 +114,9 @@ class Command(BaseCommand):
                 sandbox_balance=100,
                 key_label=DEMO_KEY_LABEL,
             ).business
-        # Keys are shown once; mint a fresh demo key so the printed one always works.
-        ApiKey.objects.filter(business=business, label=DEMO_KEY_LABEL).update(
-            revoked_at=timezone.now()
-        )
-        key = services.create_api_key(
-            business=business, environment=Environment.SANDBOX, label=DEMO_KEY_LABEL
-        )
+        dashboard_login = ensure_demo_login(business)
+        key = demo_key(business, opts.get("key_file"))
         self.stdout.write(f"Demo business: {business.name} ({business.stage})")
         self.stdout.write(admin_login)
-        self.stdout.write(f"Sandbox key: {key.plaintext}")
+        self.stdout.write(dashboard_login)
+        self.stdout.write(f"Sandbox key: {key}")
