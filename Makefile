@@ -9,7 +9,7 @@ PORT ?= 8000
 # Where links handed out (tracking pages, photos) point: this run's own address by default.
 BASE_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: run test bench lint format setup browser-deps test-deps clean
+.PHONY: run test bench cluster-test lint format setup browser-deps test-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ bench: $(STAMP)
 	$(PY) bench/geo.py
 	$(PY) bench/bulk.py
 	$(PY) bench/webhooks.py
+
+## make cluster-test: two app instances behind HAProxy, PgBouncer, Redis, two workers, under
+## locust load for 90 s while parts are killed and restarted; prints figures and invariants.
+cluster-test: $(STAMP)
+	$(PY) bench/cluster.py
 
 browser-deps:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)

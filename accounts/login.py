@@ -26,6 +26,7 @@ class RateLimitedLoginMixin:
             "Too many failed sign-in attempts for this account from your address. "
             f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes, or reset your password."
         ),
+        ratelimit.UNAVAILABLE: "Signing in is paused for a moment. Try again in a minute.",
     }
 
     def clean(self):

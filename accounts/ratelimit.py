@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 
@@ -21,6 +22,7 @@ WINDOW_SECONDS = 15 * 60
 # Which limit a refused sign-in met.
 ADDRESS = "address"
 USERNAME = "username"
+UNAVAILABLE = "unavailable"  # the counters cannot be read: nobody signs in for the moment
 
 
 def _hashed(kind: str, raw: str) -> str:
@@ -76,12 +78,19 @@ def client_address(request) -> str:
 
 
 def locked_out_by(username: str, address: str) -> str | None:
-    """ADDRESS or USERNAME if that limit is reached, else None: one read, no hashing."""
+    """ADDRESS or USERNAME if that limit is reached, else None: one read, no hashing.
+
+    UNAVAILABLE while the counters cannot be read (Redis down): a throttle that cannot count
+    must not let a guesser through, so sign-ins wait until it can.
+    """
     address_key = _address_key(address)
     keys = [address_key]
     if username:
         keys.append(_username_key(username, address))
-    counts = counters.live_hits(keys)
+    try:
+        counts = counters.live_hits(keys)
+    except counters.CountersUnavailable:
+        return UNAVAILABLE
     if counts.get(address_key, 0) >= MAX_FAILED_LOGINS_PER_ADDRESS:
         return ADDRESS
     if username and counts.get(keys[1], 0) >= MAX_FAILED_LOGINS:
@@ -95,9 +104,11 @@ def _count(key: str) -> None:
 
 
 def record_failure(username: str, address: str) -> None:
-    _count(_address_key(address))
-    if username:
-        _count(_username_key(username, address))
+    # Uncounted while the counters are away: the next sign-in waits for them (locked_out_by).
+    with contextlib.suppress(counters.CountersUnavailable):
+        _count(_address_key(address))
+        if username:
+            _count(_username_key(username, address))
 
 
 def clear_failures(username: str, address: str) -> None:
@@ -106,4 +117,5 @@ def clear_failures(username: str, address: str) -> None:
     The address count stays: otherwise a guesser with one account of their own could sign in
     between guesses and never reach the address limit.
     """
-    counters.forget(_username_key(username, address))
+    with contextlib.suppress(counters.CountersUnavailable):  # else its window ends by itself
+        counters.forget(_username_key(username, address))

@@ -138,10 +138,22 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("CONN_MAX_AGE", default=
 # A kept connection is checked before a request reuses it, so a database restart costs no
 # failed request once the database is back (DESIGN.md §16).
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+# What sits between the app and PostgreSQL (docs/deployment.md): "pgbouncer" for PgBouncer in
+# transaction mode, where a transaction may run on any server connection.
+DATABASE_POOLER = env_choice("DATABASE_POOLER", default="none", choices=("none", "pgbouncer"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Parameters travel apart from the SQL: a list of 1000 ids is one array, not 1000 quoted
     # literals spliced into the statement by the client.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("server_side_binding", True)
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options.setdefault("server_side_binding", True)
+    if DATABASE_POOLER == "pgbouncer":
+        # psycopg prepares a statement (a *named* one, kept in the server session) after its
+        # fifth run on a connection; behind a transaction pooler the next run may land on
+        # another server session that never saw it. None: never prepare. Server-side binding
+        # itself uses the unnamed statement of each call, which is safe there.
+        _options["prepare_threshold"] = None
+        # A named cursor (QuerySet.iterator()) lives in a session, not a transaction.
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # `make run`: gunicorn's workers and a task worker share the file. WAL lets reads go on
     # beside a write; IMMEDIATE takes the write lock at BEGIN, so two transactions never
@@ -212,6 +224,7 @@ MAX_BODY_BYTES = env_int("MAX_BODY_BYTES", default=10 * 1024 * 1024, minimum=1)
 MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
 MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
+SUPPORT_EMAIL = env.str("SUPPORT_EMAIL", default="support@example.com")
 # The ETA model of DESIGN.md §14 (tracking/eta.py).
 DISPATCH_MINUTES = env_int("DISPATCH_MINUTES", default=15, minimum=0)
 COURIER_SPEED_KMH = env_float("COURIER_SPEED_KMH", default=25.0, above=0)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from uuid import UUID
 
 from django import forms
+from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
@@ -120,3 +121,26 @@ class FailForm(forms.Form):
     reason = forms.ChoiceField(
         label="Reason", choices=[("", "---------"), *OPERATOR_FAILURE_REASONS]
     )
+
+
+class UnitInput(forms.NumberInput):
+    """A number box with its unit written after it, e.g. "USD per km".
+
+    `{currency}` in the unit becomes settings.CURRENCY when the box is drawn. The unit is
+    tied to the box by aria-describedby, so a screen reader reads it too.
+    """
+
+    template_name = "console/widgets/unit_input.html"
+
+    def __init__(self, unit: str, attrs: dict | None = None) -> None:
+        super().__init__(attrs)
+        self.unit = unit
+
+    def get_context(self, name: str, value, attrs: dict | None) -> dict:
+        context = super().get_context(name, value, attrs)
+        widget = context["widget"]
+        widget["unit"] = self.unit.format(currency=settings.CURRENCY)
+        if box_id := widget["attrs"].get("id"):
+            widget["unit_id"] = f"{box_id}_unit"
+            widget["attrs"]["aria-describedby"] = widget["unit_id"]
+        return context

@@ -20,16 +20,42 @@ the clock). Which store, CACHE_URL decides:
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections, router
+from redis.exceptions import RedisError
 
 from core.models import RateCounter
 
 REDIS_CACHE = "django.core.cache.backends.redis.RedisCache"
+
+
+class CountersUnavailable(Exception):
+    """The counters' store (Redis) cannot be reached: each caller decides what that means.
+
+    API rate limits let the request through (a Redis restart must not stop deliveries); the
+    login throttle refuses sign-ins until it can count again (docs/decisions.md).
+    """
+
+
+T = TypeVar("T")
+
+
+def _redis_call(method: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(method)
+    def call(*args, **kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except (RedisError, OSError) as exc:
+            raise CountersUnavailable(str(exc)) from exc
+
+    return call
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +65,11 @@ class Window:
 
 
 def count(key: str, period: int, now: float | None = None) -> Window:
-    """Count one hit of `key` in its current window, opening a `period`-second one if none is."""
+    """Count one hit of `key` in its current window, opening a `period`-second one if none is.
+
+    Raises CountersUnavailable while Redis (CACHE_URL=redis://) cannot be reached; as every
+    function here.
+    """
     return _store().count(key, period, _ms(now))
 
 
@@ -103,6 +133,7 @@ class CacheStore:
     # Walking forward from a stale hint takes a step per window opened meanwhile: a few at most.
     MAX_STEPS = 16
 
+    @_redis_call
     def count(self, key: str, period: int, now_ms: int) -> Window:
         # Every key outlives its window by a period, so a window is never forgotten while open.
         lifetime = 2 * period
@@ -127,6 +158,7 @@ class CacheStore:
             hits=self._incr(self._hits_key(key, number, end), lifetime), ends_at=end / 1000
         )
 
+    @_redis_call
     def live_hits(self, keys: list[str], now_ms: int) -> dict[str, int]:
         numbers = cache.get_many([self._number_key(key) for key in keys])
         number = {key: numbers.get(self._number_key(key), 0) for key in keys}
@@ -150,6 +182,7 @@ class CacheStore:
         hits = cache.get_many(list(live.values()))
         return {key: hits[hits_key] for key, hits_key in live.items() if hits_key in hits}
 
+    @_redis_call
     def forget(self, key: str) -> None:
         # Without its end the window counts as never opened: the next hit opens it afresh.
         number = cache.get(self._number_key(key)) or 0

@@ -18,6 +18,7 @@ EXTRA_FIELDS = (
     "path",
     "status",
     "duration_ms",
+    "db_ms",
     "environment",
     "business_id",
 )

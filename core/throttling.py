@@ -14,6 +14,7 @@ CACHE_URL is redis://.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from rest_framework.throttling import BaseThrottle
 
 from core import counters
 from core.strict_env import parse_rate
+
+logger = logging.getLogger(__name__)
 
 # The setting that holds each scope's rate; a view picks its scope with `throttle_scope`.
 RATE_SETTINGS = {"default": "RATE_LIMIT_DEFAULT", "bulk": "RATE_LIMIT_BULK"}
@@ -76,7 +79,13 @@ class ApiKeyRateThrottle(BaseThrottle):
         scope = getattr(view, "throttle_scope", None) or "default"
         rate = rate_of(scope)
         now = time.time()
-        window = counters.count(f"ratelimit:{scope}:{key.pk}", rate.period, now)
+        try:
+            window = counters.count(f"ratelimit:{scope}:{key.pk}", rate.period, now)
+        except counters.CountersUnavailable as exc:
+            # A counters outage (Redis restarting) must not stop deliveries: the request goes
+            # through uncounted, with no RateLimit-* headers, and the log says so.
+            logger.warning("Rate limit not counted, counters unavailable: %s", exc)
+            return True
         reset = min(rate.period, max(0, math.ceil(window.ends_at - now)))
         # On the Django request, which RateLimitHeadersMiddleware sees after the view.
         remaining = max(0, rate.limit - window.hits)

@@ -17,7 +17,7 @@ from events.endpoints import (
 )
 from events.models import EventType
 from events.ssrf import UnsafeUrl
-from orders.models import DropStatus
+from orders.models import Batch, DropStatus
 from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
 
 
@@ -103,11 +103,50 @@ class SandboxTopUpForm(forms.Form):
 
 
 class OrderFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=100, label="client_order_id")
+    """The orders page's filters (and its export's): GET parameters, kept from page to page."""
+
+    q = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Search",
+        help_text="client_order_id, waybill or recipient name",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Order, waybill, name"}),
+    )
     environment = forms.ChoiceField(
         required=False, choices=[("", "All environments"), *Environment.choices]
     )
-    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *DropStatus.choices])
+    status = forms.MultipleChoiceField(
+        required=False,
+        choices=DropStatus.choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every status.",
+    )
+    created_from = forms.DateField(
+        required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    created_to = forms.DateField(
+        required=False, label="to", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    batch = forms.CharField(
+        required=False,
+        max_length=_column_length(Batch, "client_batch_id"),
+        label="Batch",
+        help_text="client_batch_id or batch_id",
+        widget=forms.TextInput(attrs={"placeholder": "client_batch_id or batch_id"}),
+    )
+
+    def clean_q(self) -> str:
+        return self.cleaned_data["q"].strip()
+
+    def clean_batch(self) -> str:
+        return self.cleaned_data["batch"].strip()
+
+    def clean(self) -> dict:
+        data = super().clean()
+        start, end = data.get("created_from"), data.get("created_to")
+        if start and end and start > end:
+            self.add_error("created_to", "The last day comes before the first.")
+        return data
 
 
 class EnvironmentFilterForm(forms.Form):

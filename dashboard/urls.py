@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from dashboard import views, webhooks
+from dashboard.uploads import orders_upload, orders_upload_template
 
 app_name = "dashboard"
 
@@ -51,7 +52,11 @@ urlpatterns = [
     path("wallet/sandbox-top-up/", views.sandbox_wallet_top_up, name="sandbox_top_up"),
     # Orders.
     path("orders/", views.orders, name="orders"),
+    path("orders/export/", views.orders_export, name="orders_export"),
     path("orders/<uuid:pk>/", views.order_detail, name="order"),
+    # Orders from a spreadsheet (dashboard/uploads.py).
+    path("orders/upload/", orders_upload, name="orders_upload"),
+    path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),
     path("batches/", views.batches, name="batches"),
     path("batches/<uuid:pk>/", views.batch_page, name="batch"),
     # The sandbox console.

@@ -6,16 +6,20 @@ import json
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from functools import partial, wraps
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
+import orjson
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import F, Q
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils import timezone
@@ -28,6 +32,9 @@ from billing import onboarding as billing_onboarding
 from billing.models import Invoice, LedgerEntry
 from billing.services import BillingError, account_summary, sandbox_top_up
 from core.cursors import InvalidCursor
+from dashboard import charts
+from dashboard.exports import export_lines
+from dashboard.exports import header as export_header
 from dashboard.forms import (
     AdvanceForm,
     ApiKeyForm,
@@ -39,6 +46,7 @@ from dashboard.forms import (
     ScenarioForm,
     SignupForm,
 )
+from dashboard.maps import batch_map, order_map
 from geo.services import load_coverage
 from orders import onboarding as orders_onboarding
 from orders.api import base_url_of
@@ -46,12 +54,12 @@ from orders.errors import BatchRefused
 from orders.inputs import parse_batch
 from orders.links import tracking_url
 from orders.models import Batch, Drop, DropStatus
-from orders.selectors import batch_detail
 from orders.services import BatchResult, create_batch
 from tracking.listing import DropFilters, list_drops
 from tracking.services import advance_sandbox_orders
 
 PAGE_SIZE = 25
+BATCH_PAGE_SIZE = 100
 SAMPLE_BATCH = Path(settings.BASE_DIR) / "docs" / "sample-batch.json"
 
 
@@ -71,8 +79,13 @@ def business_view(view):
     return wrapper
 
 
-def _page(request, queryset):
-    return Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+def _page(request, rows, *, size: int = PAGE_SIZE, param: str = "page"):
+    return Paginator(rows, size).get_page(request.GET.get(param))
+
+
+def _day(moment: datetime | date) -> str:
+    """A day as people write it: 23 Nov 2026 (a date has no zone to name)."""
+    return f"{moment.day} {moment:%b %Y}"
 
 
 def _environment_param(request, default: str) -> str:
@@ -135,7 +148,7 @@ def _checklist(business: Business) -> tuple[list[Step], str | None]:
     approved = business.approved_at is not None and not rejected
     is_live = business.stage == Stage.LIVE or business.live_enabled_at is not None
     steps = [
-        Step("Registered", True, f"Signed up {timezone.localtime(business.created_at):%Y-%m-%d}."),
+        Step("Registered", True, f"Signed up {_day(timezone.localtime(business.created_at))}."),
         Step("Access requested", business.access_requested_at is not None),
         Step(
             "Approved",
@@ -158,6 +171,12 @@ def home(request):
     business = request.business
     steps, current = _checklist(business)
     keys = ApiKey.objects.filter(business=business, revoked_at__isnull=True)
+    environment = _environment_param(
+        request, Environment.LIVE if business.is_live else Environment.SANDBOX
+    )
+    window = charts.last_days(timezone.now())
+    counts = charts.orders_per_day(business=business, environment=environment, window=window)
+    spend = charts.spend_per_day(business=business, environment=environment, window=window)
     return render(
         request,
         "dashboard/home.html",
@@ -168,6 +187,10 @@ def home(request):
             "Stage": Stage,
             "active_sandbox_keys": keys.filter(environment=Environment.SANDBOX).count(),
             "active_live_keys": keys.filter(environment=Environment.LIVE).count(),
+            "environment": environment,
+            "environments": Environment.choices,
+            "orders_chart": charts.orders_chart(window.days, counts),
+            "spend_chart": charts.spend_chart(window.days, spend, settings.CURRENCY),
         },
     )
 
@@ -290,7 +313,12 @@ def keys(request):
             "environments": environments,
             "issued": issued,
             "form_token": _new_key_form_token(request),
-            "keys": ApiKey.objects.filter(business=business).order_by("revoked_at", "-created_at"),
+            "keys": _page(
+                request,
+                ApiKey.objects.filter(business=business).order_by(
+                    F("revoked_at").desc(nulls_first=True), "-created_at", "-pk"
+                ),
+            ),
         },
         status=status,
     )
@@ -330,7 +358,10 @@ def _wallet_page(request, *, environment: str, top_up_form: SandboxTopUpForm, st
                 business=business, environment=environment, at=timezone.now()
             ),
             "entries": _page(request, entries),
-            "invoices": invoices if is_invoiced or invoices.exists() else None,
+            "invoices": _page(request, invoices.order_by("-period"), param="invoices")
+            if is_invoiced or invoices.exists()
+            else None,
+            "support_email": settings.SUPPORT_EMAIL,
             "is_invoiced": is_invoiced,
             "top_up_form": top_up_form,
         },
@@ -366,47 +397,114 @@ def sandbox_wallet_top_up(request):
 # --- Orders and batches ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class OrderQuery:
+    """What the orders page and its export list: the account's environments and filters."""
+
+    environments: list[str]
+    filters: DropFilters
+    # The batch filter names no batch of the account: nothing to list, nothing to query.
+    matches_nothing: bool = False
+
+
+def batches_named(*, business: Business, environments: list[str], text: str) -> list[uuid.UUID]:
+    """The account's batches with this client_batch_id or batch_id: one per environment at
+    most (one query)."""
+    named = Q(client_batch_id=text)
+    if (as_id := _uuid_or_none(text)) is not None:
+        named |= Q(pk=as_id)
+    rows = Batch.objects.filter(named, business=business, environment__in=environments)
+    return list(rows.values_list("pk", flat=True)[:4])
+
+
+def _midnight(day: date) -> datetime:
+    """The day's start in the service time zone: the filters' days are the business's days."""
+    return datetime.combine(day, time(), tzinfo=ZoneInfo(settings.TIME_ZONE))
+
+
+def order_query(*, business: Business, data: dict) -> OrderQuery:
+    """The listing's filters from OrderFilterForm's cleaned data; days are inclusive."""
+    environments = [data["environment"]] if data.get("environment") else list(Environment.values)
+    batch_ids: tuple[uuid.UUID, ...] = ()
+    if data.get("batch"):
+        batch_ids = tuple(
+            batches_named(business=business, environments=environments, text=data["batch"])
+        )
+        if not batch_ids:
+            return OrderQuery(environments, DropFilters(), matches_nothing=True)
+    start, end = data.get("created_from"), data.get("created_to")
+    filters = DropFilters(
+        statuses=tuple(data.get("status") or ()),
+        created_since=_midnight(start) if start else None,
+        created_before=_midnight(end + timedelta(days=1)) if end else None,
+        batch_ids=batch_ids,
+        search=data.get("q", ""),
+    )
+    return OrderQuery(environments, filters)
+
+
 @business_view
 def orders(request):
     # The same listing as GET /api/v1/orders (tracking/listing.py), newest first, with
     # the page's position in an opaque cursor: no second way of reading drops.
     form = OrderFilterForm(request.GET or None)
-    environments, filters = list(Environment.values), DropFilters()
-    if form.is_valid():
-        if environment := form.cleaned_data["environment"]:
-            environments = [environment]
-        status = form.cleaned_data["status"]
-        filters = DropFilters(
-            statuses=(status,) if status else (),
-            client_order_id_contains=form.cleaned_data["q"].strip(),
+    if form.is_bound and not form.is_valid():
+        # Never the unfiltered list under filters that were asked for: the errors instead.
+        return render(
+            request, "dashboard/orders.html", {"form": form, "orders": [], "invalid": True}
         )
+    query = order_query(business=request.business, data=form.cleaned_data if form.is_bound else {})
     cursor = request.GET.get("cursor", "")[:1000]
     listing = partial(
         list_drops,
         business=request.business,
-        environments=environments,
-        filters=filters,
+        environments=query.environments,
+        filters=query.filters,
         limit=PAGE_SIZE,
     )
-    try:
-        page = listing(cursor=cursor or None)
-    except InvalidCursor:
-        # A link from other filters (or edited by hand): start from the newest instead.
-        cursor, page = "", listing(cursor=None)
+    page = None
+    if not query.matches_nothing:
+        try:
+            page = listing(cursor=cursor or None)
+        except InvalidCursor:
+            # A link from other filters (or edited by hand): start from the newest instead.
+            cursor, page = "", listing(cursor=None)
     rows = [
         {
             **entry,
             "environment_label": Environment(entry["environment"]).label,
             "status_label": DropStatus(entry["status"]).label,
-            "created": datetime.fromisoformat(entry["created_at"]),
         }
-        for entry in page.orders
+        for entry in (page.orders if page else [])
     ]
     return render(
         request,
         "dashboard/orders.html",
         {"form": form, "orders": rows, "page": page, "cursor": cursor},
     )
+
+
+@business_view
+def orders_export(request):
+    """The filtered orders, every page of them, as CSV (docs/dashboard.md has the columns)."""
+    form = OrderFilterForm(request.GET or None)
+    if form.is_bound and not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        return HttpResponse(
+            f"Not exported: {problems}", status=400, content_type="text/plain; charset=utf-8"
+        )
+    query = order_query(business=request.business, data=form.cleaned_data if form.is_bound else {})
+    if query.matches_nothing:
+        lines = iter([export_header()])
+    else:
+        lines = export_lines(
+            business=request.business, environments=query.environments, filters=query.filters
+        )
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    response["Content-Disposition"] = f'attachment; filename="orders-{stamp}Z.csv"'
+    response["Cache-Control"] = "no-store"  # recipients' names and phone numbers
+    return response
 
 
 @business_view
@@ -422,6 +520,7 @@ def order_detail(request, pk: uuid.UUID):
             "order": drop.order,
             "events": drop.events.all(),
             "drop_tracking_url": tracking_url(drop.tracking_token),
+            "map": order_map(drop),
         },
     )
 
@@ -429,7 +528,12 @@ def order_detail(request, pk: uuid.UUID):
 @business_view
 def batches(request):
     form = EnvironmentFilterForm(request.GET or None)
-    rows = Batch.objects.filter(business=request.business).order_by("-created_at")
+    # Not the stored answer: a list page has no use for a few megabytes of JSON per row.
+    rows = (
+        Batch.objects.filter(business=request.business)
+        .defer("response")
+        .order_by("-created_at", "-pk")
+    )
     if form.is_valid() and form.cleaned_data["environment"]:
         rows = rows.filter(environment=form.cleaned_data["environment"])
     return render(
@@ -437,11 +541,38 @@ def batches(request):
     )
 
 
+def stored_results(batch: Batch) -> list[dict]:
+    """The batch's result entries as answered to POST /orders/bulk, in submission order,
+    each with its 1-based position in the batch."""
+    if not batch.response:
+        return []
+    entries = orjson.loads(bytes(batch.response))["data"]["orders"]
+    return [{**entry, "position": n} for n, entry in enumerate(entries, start=1)]
+
+
 @business_view
 def batch_page(request, pk: uuid.UUID):
     batch = get_object_or_404(Batch, pk=pk, business=request.business)
-    data = batch_detail(business=request.business, environment=batch.environment, batch_id=pk)
-    return render(request, "dashboard/batch.html", {"batch": batch, "data": data})
+    results = stored_results(batch)
+    rejected_only = request.GET.get("rejected") == "1"
+    shown = [e for e in results if e["status"] == "rejected"] if rejected_only else results
+    page = _page(request, shown, size=BATCH_PAGE_SIZE)
+    pins = batch_map(business=request.business, batch_id=batch.pk)
+    for entry in page:
+        if entry["status"] == "accepted" and (status := pins.by_status.get(entry["drop_id"])):
+            entry["delivery_status"] = status
+            entry["delivery_status_label"] = DropStatus(status).label
+    return render(
+        request,
+        "dashboard/batch.html",
+        {
+            "batch": batch,
+            "results": page,
+            "rejected_only": rejected_only,
+            "map": pins.data,
+            "legend": pins.legend,
+        },
+    )
 
 
 # --- Sandbox console ---------------------------------------------------------------------

@@ -17,6 +17,8 @@ the account. The indexes (orders.Drop.Meta) lead with (business, environment, st
 a listing of several statuses or environments is one UNION ALL branch per pair, which
 PostgreSQL merges in key order (Merge Append), reading about one page of rows in all.
 A batch filter reads the batch's own index instead: at most MAX_DROPS_PER_BATCH rows.
+The dashboard's filters (created_before, search) narrow the same index ranges: a date
+bound is a bound of the range, a search a condition checked on the rows read in order.
 
 Why syncing never skips a change. updated_at is stamped inside the moving transaction
 (tracking.lifecycle.apply_moves, after its row locks; orders.services.create_batch just
@@ -40,11 +42,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 from django.utils import timezone
 
@@ -77,12 +79,28 @@ class DropFilters:
     batch_id: uuid.UUID | None = None
     created_since: datetime | None = None
     updated_since: datetime | None = None
-    # The dashboard's search box; the API has no such filter.
-    client_order_id_contains: str = ""
+    # The dashboard's filters; the API has none of them.
+    # Created strictly before this instant (the dashboard's "to" day ends at the next midnight).
+    created_before: datetime | None = None
+    # Any of these batches; () is every batch. A client_batch_id may name one batch in each
+    # environment, so the dashboard's batch filter can stand for two.
+    batch_ids: tuple[uuid.UUID, ...] = ()
+    # Case-insensitive "contains" over client_order_id, external_waybill and recipient_name.
+    search: str = ""
+    # The old name of `search`, from when it looked at client_order_id alone.
+    client_order_id_contains: InitVar[str] = ""
+
+    def __post_init__(self, client_order_id_contains: str) -> None:
+        if client_order_id_contains and not self.search:
+            object.__setattr__(self, "search", client_order_id_contains)
 
     @property
     def by_change(self) -> bool:
         return self.updated_since is not None
+
+    @property
+    def in_batches(self) -> bool:
+        return self.batch_id is not None or bool(self.batch_ids)
 
 
 @dataclass(frozen=True)
@@ -145,25 +163,30 @@ def page_keys(
     rows = Drop.objects.filter(business=business).order_by()
     if filters.batch_id is not None:
         rows = rows.filter(batch_id=filters.batch_id)
+    if filters.batch_ids:
+        rows = rows.filter(batch_id__in=list(filters.batch_ids))
     if filters.created_since is not None:
         rows = rows.filter(created_at__gte=filters.created_since)
+    if filters.created_before is not None:
+        rows = rows.filter(created_at__lt=filters.created_before)
     if filters.updated_since is not None:
         rows = rows.filter(updated_at__gte=filters.updated_since)
     if horizon is not None:
         rows = rows.filter(updated_at__lt=horizon)
-    if filters.client_order_id_contains:
-        rows = rows.filter(client_order_id__icontains=filters.client_order_id_contains)
+    if filters.search:
+        rows = rows.filter(
+            Q(client_order_id__icontains=filters.search)
+            | Q(external_waybill__icontains=filters.search)
+            | Q(recipient_name__icontains=filters.search)
+        )
     if after is not None:
         beyond = TupleGreaterThan if filters.by_change else TupleLessThan
         rows = rows.filter(beyond(Tuple(F(sort), F("id")), after))
     rows = rows.values_list("id", sort)
     statuses = list(filters.statuses) or list(DropStatus.values)
-    # One batch: its own index finds all of its drops, a bounded number, in one go.
+    # One batch (or two): its own index finds all of its drops, a bounded number, in one go.
     # SQLite (`make run`) cannot slice the branches of a UNION: one plain query there.
-    if (
-        filters.batch_id is not None
-        or not connection.features.supports_slicing_ordering_in_compound
-    ):
+    if filters.in_batches or not connection.features.supports_slicing_ordering_in_compound:
         rows = rows.filter(environment__in=list(environments), status__in=statuses)
         return rows.order_by(*order)[: limit + 1]
     # Each branch reads at most one page from its own index range, in key order; the
@@ -195,16 +218,25 @@ def sync_horizon() -> datetime:
 
 
 def _fingerprint(business, environments: Sequence[str], filters: DropFilters) -> dict:
-    """What a cursor is bound to: the account and every filter (not the page size)."""
-    return {
+    """What a cursor is bound to: the account and every filter (not the page size).
+
+    The dashboard's later filters join the fingerprint only when set, so the cursors of
+    the API's listing (which never sets them) stay valid across the upgrade that added them.
+    """
+    fingerprint = {
         "business": business.pk,
         "environments": sorted(environments),
         "statuses": sorted(set(filters.statuses)),
         "batch_id": filters.batch_id,
         "created_since": _instant(filters.created_since),
         "updated_since": _instant(filters.updated_since),
-        "contains": filters.client_order_id_contains,
+        "contains": filters.search,
     }
+    if filters.created_before is not None:
+        fingerprint["created_before"] = _instant(filters.created_before)
+    if filters.batch_ids:
+        fingerprint["batch_ids"] = sorted(str(pk) for pk in set(filters.batch_ids))
+    return fingerprint
 
 
 def _instant(at: datetime | None) -> str | None:

@@ -112,7 +112,10 @@ def _seconds_over_limit(request: HttpRequest) -> int | None:
     # Hashed, as accounts.ratelimit does: the key never holds an address, nor an odd string.
     key = "tracking-page:" + hashlib.sha256(client.encode()).hexdigest()
     now = time.time()
-    window = counters.count(key, period, now)
+    try:
+        window = counters.count(key, period, now)
+    except counters.CountersUnavailable:
+        return None  # uncounted while Redis is away, as API calls are (core/throttling.py)
     if window.hits <= limit:
         return None
     return max(1, math.ceil(window.ends_at - now))

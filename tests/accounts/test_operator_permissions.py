@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts import services
 from accounts.models import ApiKey, Business, Stage
@@ -228,6 +229,8 @@ def test_an_operator_rejects_switches_live_suspends_and_reactivates(
     assert stage_of(applicant) == Stage.REJECTED
 
     approved = make_tenant(stage="approved").business
+    # Enable live is offered once the business asked for it (issue 16).
+    Business.objects.filter(pk=approved.pk).update(live_requested_at=timezone.now())
     assert buttons(operator, approved) == {"enable_live", "suspend"}
     operator.post(move_url(approved, "enable_live"))
     assert stage_of(approved) == Stage.LIVE

@@ -132,8 +132,9 @@ def test_sign_up_to_live_key(open_for_business, operator, new_page, live_server,
     # 9. The operator switches live on.
     open_business_in_admin(desk, "Mango Express")
     screenshot(desk, "admin-business")
-    desk.get_by_role("button", name="Enable live").click()
-    expect(desk.get_by_text("Mango Express: enable live done.")).to_be_visible()
+    desk.get_by_role("button", name="Enable live…").click()
+    desk.get_by_role("button", name="Confirm").click()
+    expect(desk.get_by_text("Live access enabled for Mango Express.")).to_be_visible()
     assert Business.objects.get(name="Mango Express").stage == Stage.LIVE
 
     # 10. A live key is made, and it works.

@@ -1,9 +1,10 @@
 """The recipient's tracking page in a real browser (DESIGN.md §14, issue 15 item 5).
 
 A `deliver` sandbox scenario is walked by a real `manage.py db_worker` on the real clock while
-two phones' worth of browser (360 px and 1280 px wide) watch /t/<token> reload itself from
-Pending to Delivered, map drawn, nothing private on the page; then the delivery photo's
-signed link, which works until it expires and never after.
+two phones' worth of browser (360 px and 1280 px wide) watch /t/<token> update itself in place
+(tracking.js reads the page again every second, never reloads it) from Pending to Delivered,
+map drawn, nothing private on the page, and stop looking once delivered; then the delivery
+photo's signed link, which works until it expires and never after.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from orders.models import Drop, DropStatus
+from orders.models import Drop, DropStatus, ProofMethod
 from tests.browser.conftest import SCREENSHOTS, _taken
 from tests.browser.helpers import bulk
 from tests.factories import PHONE, RECIPIENT_PHONE, batch, drop, group
@@ -40,22 +41,23 @@ SAMPLE_PNG = (
     Path(__file__).resolve().parents[2] / "tracking" / "assets" / "sandbox-proof.png"
 ).read_bytes()  # what the sandbox attaches as the delivery photo
 
-# One reading of the page as drawn, every field from one document: the page reloads itself
-# every second, and a reading taken across two loads could mix two states. Null (so
-# wait_for_function tries again, across reloads) until the map is drawn in a wanted state.
+# One reading of the page as drawn, every field at one moment: tracking.js puts a fresh copy
+# into the page in one go, so a reading never mixes two states. Null (so wait_for_function
+# tries again) until the map is drawn in a wanted state.
 READ_PAGE = """(statuses) => {
   const main = document.querySelector("main.tracking");
   const drawn = document.querySelector('#tracking-map[data-ready="true"]');
   if (!main || !drawn || !statuses.includes(main.dataset.status)) return null;
   const has = (selector) => document.querySelector(selector) !== null;
-  const refresh = document.querySelector('meta[http-equiv="refresh"]');
   return JSON.stringify({
     status: main.dataset.status,
     pickup_pin: has(".pin-pickup"),
     drop_pin: has(".pin-drop"),
     courier_pin: has(".pin-courier"),
     service_area: has("path.service-area"),
-    refresh: refresh ? refresh.content : null,
+    refresh_seconds: main.dataset.refreshSeconds ?? null,
+    poll_seconds: main.dataset.pollSeconds ?? null,
+    noscript_refresh: has('noscript'),
     scroll_width: document.documentElement.scrollWidth,
     html: document.documentElement.outerHTML,
   });
@@ -69,16 +71,41 @@ class Drawn:
     drop_pin: bool
     courier_pin: bool
     service_area: bool
-    refresh: str | None
+    refresh_seconds: str | None  # what the server asks for, while the drop is active
+    poll_seconds: str | None  # tracking.js's wait before its next look; None once it stopped
+    noscript_refresh: bool
     scroll_width: int
     html: str
+
+
+@dataclass(slots=True)
+class Requests:
+    """What one browser page asked of its own /t/<token>: whole loads and tracking.js's looks."""
+
+    loads: int = 0
+    looks: int = 0
+
+
+def watch(page: Page, path: str) -> Requests:
+    seen = Requests()
+
+    def count(request) -> None:
+        if urlsplit(request.url).path != path:
+            return
+        if request.resource_type == "document":
+            seen.loads += 1
+        elif request.resource_type == "fetch":
+            seen.looks += 1
+
+    page.on("request", count)
+    return seen
 
 
 @pytest.fixture(autouse=True)
 def _recipient_side(settings, tmp_path):
     # The worker stores the sample photo under its MEDIA_ROOT; the live server serves it.
     settings.MEDIA_ROOT = tmp_path / "media"
-    # Two browsers reloading every second, and their photos, all from 127.0.0.1.
+    # Two browsers reading the page every second, and their photos, all from 127.0.0.1.
     settings.RATE_LIMIT_TRACKING_PAGE = "1000/minute"
 
 
@@ -127,7 +154,7 @@ def page_path(order: dict) -> str:
 
 
 def reach(page: Page, *statuses: str) -> Drawn:
-    """Wait (only wait: the page reloads by itself) for one of these states, map drawn."""
+    """Wait (only wait: the page updates itself) for one of these states, map drawn."""
     wanted = re.compile(rf"^({'|'.join(statuses)})$")
     tracking = page.locator("main.tracking")
     expect(tracking).to_have_attribute("data-status", wanted, timeout=STATE_CHANGE_MS)
@@ -161,16 +188,21 @@ def test_the_page_follows_a_pin_delivery_by_itself_with_its_map(
     with worker(tmp_path, settings, step=3):
         order = send_deliver(live_server.url, shop.sandbox_key, pin=True)
         Drop.objects.filter(pk=order["drop_id"]).update(dropoff_pin=PIN)
-        for page, _ in widths:
+        requests = {}
+        for page, width in widths:
+            requests[width] = watch(page, page_path(order))
             page.goto(page_path(order))
 
-        # Waiting for a courier, or one on the way to the shop: the page reloads itself.
+        # Waiting for a courier, or one on the way to the shop: the page updates itself.
         for page, width in widths:
             drawn = reach(page, S.PENDING, S.ASSIGNED)
             assert drawn.pickup_pin and drawn.drop_pin and drawn.service_area, drawn.status
             # The courier is drawn from ASSIGNED on, once the worker has placed them.
             assert drawn.courier_pin == (drawn.status == S.ASSIGNED)
-            assert drawn.refresh == "1"
+            # Asked for every second; the script looks every second. With JavaScript running
+            # the <noscript> refresh is inert text: only a browser without it reloads.
+            assert (drawn.refresh_seconds, drawn.poll_seconds) == ("1", "1")
+            assert drawn.noscript_refresh
             assert_nothing_private(drawn.html, order)
             if width == 360:
                 assert drawn.scroll_width <= 360
@@ -187,7 +219,7 @@ def test_the_page_follows_a_pin_delivery_by_itself_with_its_map(
             drawn = reach(page, S.PICKED_UP)
             assert drawn.pickup_pin and drawn.drop_pin and drawn.service_area
             assert drawn.courier_pin
-            assert drawn.refresh == "1"
+            assert (drawn.refresh_seconds, drawn.poll_seconds) == ("1", "1")
             assert_nothing_private(drawn.html, order)
             if width == 360:
                 assert drawn.scroll_width <= 360
@@ -195,13 +227,18 @@ def test_the_page_follows_a_pin_delivery_by_itself_with_its_map(
             save_as(page, f"tracking-picked-up-{width}")
             expect(page.locator("main.tracking")).to_have_attribute("data-status", S.PICKED_UP)
 
-        # Delivered: proof by PIN with the photo, no courier, and the page stops reloading.
+        # Delivered: proof by PIN with the photo, no courier, and the page stops looking.
+        looks_when_delivered = {}
         for page, width in widths:
             drawn = reach(page, S.DELIVERED)
+            looks_when_delivered[width] = requests[width].looks
             assert drawn.pickup_pin and drawn.drop_pin and drawn.service_area
             assert not drawn.courier_pin
-            assert drawn.refresh is None
+            assert (drawn.refresh_seconds, drawn.poll_seconds) == (None, None)
             assert_nothing_private(drawn.html, order)
+            # The status is in a polite live region: a screen reader hears it change.
+            expect(page.locator('[aria-live="polite"] h1')).to_have_text("Delivered")
+            expect(page.locator(".tracking-footer")).not_to_contain_text("updates itself")
             if width == 360:
                 assert drawn.scroll_width <= 360
             expect(page.locator('div.proof[data-method="pin"]')).to_be_visible()
@@ -222,6 +259,15 @@ def test_the_page_follows_a_pin_delivery_by_itself_with_its_map(
             expect(timeline.locator("abbr.zone")).to_have_count(4)
             page.evaluate("window.scrollTo(0, 0)")
             save_as(page, f"tracking-delivered-{width}")
+
+        # Three more intervals: not one more look. And every state came by the script's looks,
+        # in place: each page was loaded once, so the map was drawn once and never jumped.
+        narrow.wait_for_timeout(3_000)
+        for _, width in widths:
+            seen = requests[width]
+            assert seen.looks == looks_when_delivered[width], width
+            assert seen.loads == 1, width
+            assert seen.looks >= 3, width  # Pending to Delivered takes several seconds
 
 
 def test_the_delivery_photo_link_works_until_it_expires_and_never_when_forged(
@@ -267,3 +313,117 @@ def test_the_delivery_photo_link_works_until_it_expires_and_never_when_forged(
     again = page.locator("img.proof-photo").get_attribute("src")
     assert again != src
     assert page.request.get(again).status == 200
+
+
+# Where Leaflet has put the map's view and each pin: the transforms it sets on them.
+MAP_VIEW = """() => ({
+  pane: document.querySelector(".leaflet-map-pane").style.transform,
+  pickup: document.querySelector(".pin-pickup").style.transform,
+  drop: document.querySelector(".pin-drop").style.transform,
+  courier: document.querySelector(".pin-courier")?.style.transform ?? null,
+})"""
+# Every change of the polite live region, as a screen reader would be told it.
+HEAR_LIVE_REGION = """() => {
+  window.heard = [];
+  const live = document.querySelector('[aria-live="polite"]');
+  new MutationObserver(() => window.heard.push(live.textContent.trim())).observe(
+    live, {childList: true, subtree: true, characterData: true}
+  );
+}"""
+
+
+def one_drop(base_url: str, key: str, **state) -> dict:
+    """One plain drop (no scenario: nothing moves it but the test), put in this state."""
+    status, answer = bulk(base_url, key, batch(group(drop("LOTUS-2", name="Sreymom Chea"))))
+    assert status == 200, answer
+    (order,) = answer["data"]["orders"]
+    Drop.objects.filter(pk=order["drop_id"]).update(**state)
+    return order
+
+
+def test_the_courier_moves_on_the_same_map_and_only_a_new_status_is_announced(
+    shop, page, live_server, settings
+):
+    settings.TRACKING_PAGE_REFRESH_SECONDS = 1
+    order = one_drop(live_server.url, shop.sandbox_key, status=S.PICKED_UP, courier_progress=0.2)
+    seen = watch(page, page_path(order))
+    page.goto(page_path(order))
+    page.wait_for_selector('#tracking-map[data-ready="true"]')
+    page.evaluate(HEAR_LIVE_REGION)
+    first = page.evaluate(MAP_VIEW)
+    looks = seen.looks
+
+    Drop.objects.filter(pk=order["drop_id"]).update(courier_progress=0.8)
+    page.wait_for_function(
+        "before => document.querySelector('.pin-courier').style.transform !== before",
+        arg=first["courier"],
+    )
+
+    moved = page.evaluate(MAP_VIEW)
+    assert seen.looks > looks
+    # The same map: the view and the other pins where they were, one courier pin.
+    assert {k: moved[k] for k in ("pane", "pickup", "drop")} == {
+        k: first[k] for k in ("pane", "pickup", "drop")
+    }
+    expect(page.locator(".pin-courier")).to_have_count(1)
+    assert page.evaluate("window.heard") == []  # the same status: nothing to hear
+
+    Drop.objects.filter(pk=order["drop_id"]).update(
+        status=S.DELIVERED, pod_method=ProofMethod.PIN, courier_progress=None
+    )
+    expect(page.locator("main.tracking")).to_have_attribute("data-status", S.DELIVERED)
+
+    assert page.evaluate("window.heard") == ["Delivered"]
+    assert page.title().startswith("Delivered · ")
+    expect(page.locator(".pin-courier")).to_have_count(0)
+    expect(page.locator(".swatch-courier")).to_have_count(0)
+    expect(page.locator('div.proof[data-method="pin"]')).to_be_visible()
+    expect(page.locator("dl.eta")).to_have_count(0)
+    done = page.evaluate(MAP_VIEW)
+    assert {k: done[k] for k in ("pane", "pickup", "drop")} == {
+        k: first[k] for k in ("pane", "pickup", "drop")
+    }
+    looks = seen.looks
+    page.wait_for_timeout(2_500)
+    assert seen.looks == looks
+    assert seen.loads == 1
+    expect(page.locator("main.tracking[data-poll-seconds]")).to_have_count(0)
+
+
+def test_the_page_waits_longer_when_refused(shop, page, live_server, settings):
+    settings.TRACKING_PAGE_REFRESH_SECONDS = 1
+    order = one_drop(live_server.url, shop.sandbox_key, status=S.PENDING)
+    page.goto(page_path(order))
+    tracking = page.locator("main.tracking")
+    expect(tracking).to_have_attribute("data-poll-seconds", "1")
+
+    # Over the limit: the next look is refused (429, Retry-After) and the one after waits.
+    settings.RATE_LIMIT_TRACKING_PAGE = "1/minute"
+    page.wait_for_function(
+        "() => Number(document.querySelector('main.tracking').dataset.pollSeconds) > 1"
+    )
+
+    # Retry-After says the rest of the minute: the script waits that, not double of 1 s.
+    assert int(tracking.get_attribute("data-poll-seconds")) > 30
+    expect(tracking).to_have_attribute("data-status", S.PENDING)
+    expect(page.locator("h1")).to_have_text("Waiting for a courier")
+
+
+def test_the_page_stops_looking_when_its_link_is_gone(shop, page, live_server, settings):
+    settings.TRACKING_PAGE_REFRESH_SECONDS = 1
+    order = one_drop(live_server.url, shop.sandbox_key, status=S.PENDING)
+    seen = watch(page, page_path(order))
+    page.goto(page_path(order))
+    tracking = page.locator("main.tracking")
+    expect(tracking).to_have_attribute("data-poll-seconds", "1")
+
+    # The link stops opening the page (404) while it is open.
+    Drop.objects.filter(pk=order["drop_id"]).update(tracking_token="Z" * 22)
+    expect(page.locator("main.tracking[data-poll-seconds]")).to_have_count(0)
+
+    looks = seen.looks
+    page.wait_for_timeout(2_500)
+    assert seen.looks == looks
+    # What it showed stays; it no longer claims to update itself.
+    expect(tracking).to_have_attribute("data-status", S.PENDING)
+    expect(page.locator(".tracking-footer")).not_to_contain_text("updates itself")

@@ -104,6 +104,8 @@ def test_each_api_call_writes_one_access_line(alice, api, json_log):
     assert entry["environment"] == "sandbox"
     assert entry["business_id"] == str(alice.business.pk)
     assert isinstance(entry["duration_ms"], float)
+    # The time spent in the database's statements: some, and never more than the whole.
+    assert 0 < entry["db_ms"] <= entry["duration_ms"]
 
 
 def test_the_access_line_never_holds_the_key(alice, api, json_log):

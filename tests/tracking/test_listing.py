@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
 
+from core.cursors import InvalidCursor
 from events.models import Event, EventType
 from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
 from tests.helpers import TRACKING_ENTRY_KEYS, assert_error
 from tests.tracking.helpers import advance, place
-from tracking.listing import SYNC_MARGIN
+from tracking.listing import SYNC_MARGIN, DropFilters, _fingerprint, list_drops
 
 pytestmark = pytest.mark.django_db
 
@@ -276,4 +279,100 @@ def test_batches_refuse_bad_parameters(open_for_business, alice, api):
         "batches": [],
         "has_more": False,
         "next_cursor": None,
+    }
+
+
+# --- The dashboard's filters (tracking.listing.DropFilters; no API parameter) ---------------
+
+
+def listed_ids(business, environments=("sandbox",), limit: int = 100, **filters) -> list[str]:
+    """Every client_order_id the listing gives for these filters, page after page."""
+    found, cursor = [], None
+    while True:
+        page = list_drops(
+            business=business,
+            environments=list(environments),
+            filters=DropFilters(**filters),
+            limit=limit,
+            cursor=cursor,
+        )
+        found += [entry["client_order_id"] for entry in page.orders]
+        if not page.has_more:
+            return found
+        cursor = page.next_cursor
+
+
+def test_search_matches_order_id_waybill_or_recipient_name(open_for_business, alice, bob, api):
+    key = alice.sandbox_key
+    api.bulk(batch(group(drop("FIND-me"), drop("W-1", waybill="wb-FIND-9"))), key)
+    api.bulk(batch(group(drop("N-1", name="Finda Sok"), drop("NOPE"))), key)
+    place(api, bob.sandbox_key, "FIND-BOB")
+    found = listed_ids(alice.business, search="find", limit=2)
+    assert sorted(found) == ["FIND-me", "N-1", "W-1"]
+    assert listed_ids(alice.business, search="sok") == ["N-1"]
+    # The old name of the filter still works, with the new reach.
+    assert sorted(listed_ids(alice.business, client_order_id_contains="find")) == sorted(found)
+
+
+def test_created_before_is_an_exclusive_bound(open_for_business, alice, api):
+    key = alice.sandbox_key
+    place(api, key, "EARLY")
+    open_for_business.shift(3600)
+    place(api, key, "LATE")
+    late = Drop.objects.get(client_order_id="LATE").created_at
+    assert listed_ids(alice.business, created_before=late) == ["EARLY"]
+    assert listed_ids(alice.business, created_before=late + timedelta(microseconds=1)) == [
+        "LATE",
+        "EARLY",
+    ]
+    early = Drop.objects.get(client_order_id="EARLY").created_at
+    both = {"created_since": early, "created_before": late}
+    assert listed_ids(alice.business, **both) == ["EARLY"]
+
+
+def test_batch_ids_lists_any_of_those_batches_of_the_account(open_for_business, alice, bob, api):
+    one = api.bulk(batch(group(drop("ONE-1"), drop("ONE-2"))), alice.sandbox_key).json()["data"]
+    two = api.bulk(batch(group(drop("TWO-1"))), alice.live_key).json()["data"]
+    api.bulk(batch(group(drop("THREE-1"))), alice.sandbox_key)
+    bobs = api.bulk(batch(group(drop("BOB-1"))), bob.sandbox_key).json()["data"]
+    ids = tuple(uuid.UUID(b["batch_id"]) for b in (one, two, bobs))
+    both = listed_ids(alice.business, ("sandbox", "live"), limit=1, batch_ids=ids)
+    assert sorted(both) == ["ONE-1", "ONE-2", "TWO-1"]
+    assert sorted(listed_ids(alice.business, ("sandbox",), batch_ids=ids)) == ["ONE-1", "ONE-2"]
+
+
+def test_a_dashboard_cursor_is_bound_to_the_new_filters(open_for_business, alice, api):
+    place(api, alice.sandbox_key, "C-1", "C-2")
+    first = list_drops(
+        business=alice.business,
+        environments=["sandbox"],
+        filters=DropFilters(search="c-"),
+        limit=1,
+    )
+    for other in (
+        DropFilters(search="c"),
+        DropFilters(search="c-", created_before=datetime(2030, 1, 1, tzinfo=UTC)),
+        DropFilters(search="c-", batch_ids=(uuid.uuid4(),)),
+    ):
+        with pytest.raises(InvalidCursor):
+            list_drops(
+                business=alice.business,
+                environments=["sandbox"],
+                filters=other,
+                limit=1,
+                cursor=first.next_cursor,
+            )
+
+
+def test_the_api_cursor_fingerprint_did_not_change(alice):
+    # Cursors a sync client keeps across an upgrade must stay valid: the filters the API
+    # sets are fingerprinted exactly as before the dashboard's filters were added.
+    assert set(_fingerprint(alice.business, ["sandbox"], DropFilters())) == {
+        "business",
+        "environments",
+        "statuses",
+        "batch_id",
+        "created_since",
+        "updated_since",
+        "contains",
     }

@@ -1,7 +1,8 @@
 """The recipient's pages (DESIGN.md §14): /t/<token> and the delivery photo at /pod/<signed>.
 
-What a recipient sees, what they must never see, when the page refreshes itself, the map's
-data, the limits per client address, and every bad link answering the same plain 404 page.
+What a recipient sees, what they must never see, when the page updates itself (and refreshes
+without JavaScript), the map's data, the limits per client address, and every bad link
+answering the same plain 404 page.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from orders.models import DeliveryEvent, Drop, DropStatus, FailureReason, ProofM
 from tests.factories import batch, drop, group
 from tests.fixtures import OPEN_HOURS
 from tests.tracking.helpers import advance, drop_in
+from tracking.page_data import STATUS_WORDS
 from tracking.proof import photo_url
 
 S = DropStatus
@@ -34,7 +36,9 @@ PNG = (
     Path(__file__).resolve().parents[2] / "tracking" / "assets" / "sandbox-proof.png"
 ).read_bytes()
 DATA = re.compile(r'<script id="tracking-data" type="application/json">(.*?)</script>', re.S)
-REFRESH = '<meta http-equiv="refresh"'
+REFRESH = 'http-equiv="refresh"'
+# The regions tracking.js swaps from a fresh copy of the page: in every state, so it finds them.
+REGIONS = ["status", "details", "legend", "timeline", "refresh-note"]
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +118,7 @@ def test_the_page_shows_business_first_name_status_timeline_eta_and_zone(
     body = html(response)
     assert "Alice Shop" in body
     assert '<span class="recipient-name">Sophea</span>' in body
-    assert '<main class="tracking" data-status="PICKED_UP">' in body
+    assert '<main class="tracking" data-status="PICKED_UP" data-refresh-seconds="' in body
     assert "On its way" in body
     # The timeline, in order, in Phnom Penh time (UTC+7) with the zone's label on each time.
     steps = re.findall(r'<li data-status="([A-Z_]+)">(.*?)</li>', body, re.S)
@@ -251,7 +255,7 @@ def test_a_delivered_drop_shows_its_proof_and_photo_which_opens(
     body = html(web.get(page_path(row)))
 
     proof = re.search(
-        r'<div class="proof" data-method="photo">(.*?)</div>\s*</section>', body, re.S
+        r'<div class="proof" data-method="photo">(.*?)</div>\s*</div>\s*</section>', body, re.S
     )
     assert proof, body
     assert "Photo taken at the door" in proof[1]
@@ -317,24 +321,50 @@ def test_the_page_is_kept_out_of_search_engines_caches_and_referers(open_for_bus
 
 
 @pytest.mark.parametrize("status", ACTIVE)
-def test_an_active_drop_refreshes_itself(open_for_business, alice, web, settings, status):
+def test_an_active_drop_updates_itself_and_refreshes_without_javascript(
+    open_for_business, alice, web, settings, status
+):
     settings.TRACKING_PAGE_REFRESH_SECONDS = 7
     row = drop_in(status, business=alice.business)
 
     body = html(web.get(page_path(row)))
 
-    assert f'{REFRESH} content="7">' in body
-    assert f'data-status="{status}"' in body
+    # tracking.js reads the interval here; a browser without JavaScript reloads instead.
+    assert f'<main class="tracking" data-status="{status}" data-refresh-seconds="7">' in body
+    assert f'<noscript><meta {REFRESH} content="7"></noscript>' in body
+    assert body.count(REFRESH) == 1  # never outside <noscript>: axe's meta-refresh rule
+    assert "This page updates itself every 7 seconds." in body
+    assert f'<noscript><p><a href="{page_path(row)}">Refresh now</a></p></noscript>' in body
 
 
 @pytest.mark.parametrize("status", FINISHED)
-def test_a_finished_drop_does_not_refresh(open_for_business, alice, web, status):
+def test_a_finished_drop_neither_updates_nor_refreshes(open_for_business, alice, web, status):
     row = drop_in(status, business=alice.business)
 
     body = html(web.get(page_path(row)))
 
+    assert f'<main class="tracking" data-status="{status}">' in body
+    assert "data-refresh-seconds" not in body
     assert REFRESH not in body
-    assert f'data-status="{status}"' in body
+    assert "updates itself" not in body and "Refresh now" not in body
+
+
+@pytest.mark.parametrize("status", [S.PENDING, S.PICKED_UP, S.DELIVERED, S.FAILED, S.CANCELLED])
+def test_every_state_has_the_regions_the_script_swaps_and_announces_its_status(
+    open_for_business, alice, web, status
+):
+    row = drop_in(status, business=alice.business)
+
+    body = html(web.get(page_path(row)))
+
+    assert re.findall(r'data-region="([a-z-]+)"', body) == REGIONS
+    live = re.search(
+        r'<div class="status-line" data-region="status" aria-live="polite" aria-atomic="true">'
+        r"\s*<h1 [^>]*>([^<]+)</h1>\s*</div>",
+        body,
+    )
+    assert live, body
+    assert live[1] == STATUS_WORDS[status]
 
 
 # --- The map ---

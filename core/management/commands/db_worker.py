@@ -1,19 +1,58 @@
-"""db_worker: django_tasks_db's task worker, with the periodic jobs' scheduler beside it.
+"""db_worker: django_tasks_db's task worker, with the periodic jobs' scheduler beside it, and
+a loop that outlives the database going away.
 
 Django takes a command from the first app in INSTALLED_APPS that has it, and core comes
 before django_tasks_db, so `manage.py db_worker` is this one. Every worker runs the
 scheduler (core/scheduler.py): any number of them enqueue each periodic slot once.
+
+django_tasks_db's worker exits on the first database error outside a task (a PostgreSQL
+restart, PgBouncer restarting): every worker of a pool would be gone after a blip of a few
+seconds, until something restarts them. Ours waits and tries again instead (1 s, doubling
+to 10 s), and logs each wait; a task that was running when the database went is left as
+the library leaves it, and its work is found again by the rows it works from (the webhook
+sweep, the scenario runs).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 
+from django.db import InterfaceError, OperationalError, connections
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
+from django_tasks_db.management.commands import db_worker as upstream
 from django_tasks_db.management.commands.db_worker import Command as WorkerCommand
 from django_tasks_db.management.commands.db_worker import valid_interval
 
 from core.scheduler import TICK_SECONDS, Scheduler
+
+logger = logging.getLogger(__name__)
+MAX_WAIT_SECONDS = 10.0
+
+
+class ResilientWorker(upstream.Worker):
+    def run(self) -> None:
+        wait = 1.0
+        while True:
+            started = time.monotonic()
+            try:
+                return super().run()
+            except (OperationalError, InterfaceError) as exc:
+                if not self.running:
+                    raise
+                if time.monotonic() - started > 60:
+                    wait = 1.0  # a new outage, not the same one going on
+                logger.warning(
+                    "Database unavailable; the worker tries again in %.0f s: %s", wait, exc
+                )
+                connections.close_all()
+                time.sleep(wait)
+                wait = min(wait * 2, MAX_WAIT_SECONDS)
+
+
+# The library's command builds its worker from this module attribute: ours is built instead.
+upstream.Worker = ResilientWorker
 
 
 class Command(WorkerCommand):

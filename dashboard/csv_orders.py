@@ -1,0 +1,489 @@
+"""Orders from a spreadsheet: a CSV file read into the body of POST /orders/bulk, and the
+bulk pipeline's validation paths (`orders[0].dropoff[2].dropoff.phone`) mapped back to the
+file's rows and columns.
+
+No query and no request here: dashboard/uploads.py sends the body through the same
+`parse_batch` → `create_batch` pipeline as the API, so every rule, price and idempotency
+guarantee is the API's. The columns and choices are documented in docs/csv.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from accounts.models import Environment
+from core.api import ApiError
+from orders.inputs import BatchIn, parse_batch
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+MAX_FILE_LABEL = "5 MB"
+# Problems listed on the page; past it they are only counted.
+MAX_PROBLEMS_SHOWN = 100
+ROWS_NAMED = 5  # in one problem of a pickup group; the others are counted
+
+# Every column that is read, in the template's order (docs/sample-orders.csv).
+COLUMNS = (
+    "client_order_id",
+    "external_waybill",
+    "recipient_name",
+    "recipient_phone",
+    "dropoff_lat",
+    "dropoff_long",
+    "dropoff_address",
+    "dropoff_city",
+    "pickup_name",
+    "pickup_phone",
+    "pickup_lat",
+    "pickup_long",
+    "pickup_address",
+    "pickup_scheduled_at",
+    "dropoff_pin",
+    "sandbox_scenario",
+)
+REQUIRED_COLUMNS = (
+    "client_order_id",
+    "recipient_name",
+    "recipient_phone",
+    "pickup_name",
+    "pickup_phone",
+)
+# Where to go: both coordinates, or an address (per side), as in the API.
+LOCATIONS = (
+    ("dropoff_lat", "dropoff_long", "dropoff_address", "where to deliver"),
+    ("pickup_lat", "pickup_long", "pickup_address", "where to pick up"),
+)
+YES = frozenset({"yes", "y", "true", "1"})
+NO = frozenset({"no", "n", "false", "0"})
+
+# Fixed for good: changing it would make a file sent before the change a new batch.
+UPLOAD_NAMESPACE = uuid.UUID("38bc9fa4-6085-4641-bb28-e3b0b115d4e9")
+
+# A number as a spreadsheet writes it with a `.` decimal point: no exponent, no NaN.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_HEADER_SPACES = re.compile(r"[\s\-]+")
+_MORE = re.compile(r"… and (\d+) more")
+_BULK_PATH = re.compile(
+    r"orders\[(?P<group>\d+)\](?:\.dropoff\[(?P<drop>\d+)\])?(?:\.(?P<rest>.+))?"
+)
+
+# The bulk body's fields, back to the columns they were read from.
+_DROP_FIELDS = {
+    "client_order_id": "client_order_id",
+    "external_waybill": "external_waybill",
+    "dropoff_verification": "dropoff_pin",
+    "sandbox_scenario": "sandbox_scenario",
+    "dropoff.name": "recipient_name",
+    "dropoff.phone": "recipient_phone",
+    "dropoff.lat": "dropoff_lat",
+    "dropoff.long": "dropoff_long",
+    "dropoff.address": "dropoff_address",
+    "dropoff.address.complete_address": "dropoff_address",
+    "dropoff.address.city": "dropoff_city",
+}
+_PICKUP_FIELDS = {
+    "pickup.name": "pickup_name",
+    "pickup.phone": "pickup_phone",
+    "pickup.lat": "pickup_lat",
+    "pickup.long": "pickup_long",
+    "pickup.address": "pickup_address",
+    "pickup.address.complete_address": "pickup_address",
+    "pickup.pickup_scheduled_at": "pickup_scheduled_at",
+}
+# The pipeline's words for a JSON field, in a spreadsheet's.
+_CELL_WORDING = {"This field is required.": "Required, but the cell is empty."}
+
+
+class CsvUnreadable(Exception):
+    """The file as a whole can't be used (encoding, header, size...): nothing was sent."""
+
+    def __init__(self, *messages: str) -> None:
+        super().__init__(*messages)
+        self.messages = list(messages)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing to fix, where it is: spreadsheet rows (header = row 1) and a column."""
+
+    rows: tuple[int, ...]
+    column: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = [_rows_text(self.rows)] if self.rows else []
+        if self.column:
+            where.append(f"column {self.column}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+    @property
+    def sort_key(self) -> tuple[int, int]:
+        row = self.rows[0] if self.rows else sys.maxsize
+        column = COLUMNS.index(self.column) if self.column in COLUMNS else len(COLUMNS)
+        return row, column
+
+
+class RowsInvalid(Exception):
+    """Rows that break a request-level rule of the bulk body: nothing was sent."""
+
+    def __init__(self, problems: list[Problem], uncounted: int = 0) -> None:
+        super().__init__(f"{len(problems) + uncounted} problems")
+        self.problems = sorted(problems, key=lambda problem: problem.sort_key)
+        self.uncounted = uncounted  # found by parse_batch past the details it spells out
+
+    @property
+    def shown(self) -> list[Problem]:
+        return self.problems[:MAX_PROBLEMS_SHOWN]
+
+    @property
+    def more(self) -> int:
+        return max(0, len(self.problems) - MAX_PROBLEMS_SHOWN) + self.uncounted
+
+    @property
+    def total(self) -> int:
+        return len(self.problems) + self.uncounted
+
+
+@dataclass(frozen=True, slots=True)
+class OrdersFile:
+    """A CSV file read: the bulk body, and where each of its drops came from."""
+
+    body: dict[str, Any]
+    group_rows: list[list[int]]  # the rows of each pickup group, in body order
+    unknown_columns: list[str]  # as written in the header; ignored
+    problems: list[Problem]  # cells that could not become a body field (numbers, yes/no)
+    idempotency_key: uuid.UUID
+
+    @property
+    def client_batch_id(self) -> str:
+        return self.body["client_batch_id"]
+
+    @property
+    def drop_rows(self) -> list[int]:
+        """The row of each drop in submission order (groups in order, drops within)."""
+        return [row for rows in self.group_rows for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class RowResult:
+    """A row of the file with its drop's entry of the bulk answer."""
+
+    row: int
+    entry: dict[str, Any]
+
+
+def file_digest(data: bytes, *, business_id: Any, environment: str) -> str:
+    """SHA-256 of (business, environment, file bytes): the same file in another account
+    or environment is another batch."""
+    return hashlib.sha256(f"{business_id}\n{environment}\n".encode() + data).hexdigest()
+
+
+def upload_identity(data: bytes, *, business_id: Any, environment: str) -> tuple[uuid.UUID, str]:
+    """The Idempotency-Key and client_batch_id of an upload: both follow from its bytes."""
+    digest = file_digest(data, business_id=business_id, environment=environment)
+    return uuid.uuid5(UPLOAD_NAMESPACE, digest), f"csv-{digest[:20]}"
+
+
+def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFile:
+    """The file's rows as one bulk body; raise CsvUnreadable for a file that is not usable.
+
+    Cell problems that name a row (a number with a comma) are collected in `problems`,
+    for `checked_batch` to report with the pipeline's own.
+    """
+    text = _text_of(data)
+    records = _records(text, delimiter=_delimiter_of(text))
+    header = next(records, None)
+    if header is None or not any(cell.strip() for cell in header):
+        raise CsvUnreadable(
+            "The first row must be the header: the column names, e.g. "
+            + ", ".join(REQUIRED_COLUMNS)
+            + "."
+        )
+    columns, unknown = _columns_of(header)
+    key, client_batch_id = upload_identity(data, business_id=business_id, environment=environment)
+    groups: dict[bytes, int] = {}
+    body_groups: list[dict[str, Any]] = []
+    group_rows: list[list[int]] = []
+    problems: list[Problem] = []
+    count = 0
+    for row, record in enumerate(records, start=2):
+        if not any(cell.strip() for cell in record):
+            continue  # a blank line; the rows after it keep their spreadsheet numbers
+        count += 1
+        if count > settings.MAX_DROPS_PER_BATCH:
+            continue  # only counted, for the message below
+        if any(cell.strip() for cell in record[len(header) :]):
+            problems.append(
+                Problem(
+                    (row,),
+                    None,
+                    f"{len(record)} cells, but the header has {len(header)} columns: "
+                    "a cell that contains the delimiter must be in double quotes.",
+                )
+            )
+        cells = _Cells(row, record, columns, problems)
+        pickup = cells.pickup()
+        group_key = orjson.dumps(pickup, option=orjson.OPT_SORT_KEYS)
+        if group_key not in groups:
+            groups[group_key] = len(body_groups)
+            body_groups.append({"pickup": pickup, "dropoff": []})
+            group_rows.append([])
+        index = groups[group_key]
+        body_groups[index]["dropoff"].append(cells.drop())
+        group_rows[index].append(row)
+    limit = settings.MAX_DROPS_PER_BATCH
+    if count > limit:
+        raise CsvUnreadable(
+            f"The file has {count} orders; at most {limit} can be sent at once: "
+            "split it into smaller files."
+        )
+    if count == 0:
+        raise CsvUnreadable("The file has a header but no orders under it.")
+    return OrdersFile(
+        body={"client_batch_id": client_batch_id, "orders": body_groups},
+        group_rows=group_rows,
+        unknown_columns=unknown,
+        problems=problems,
+        idempotency_key=key,
+    )
+
+
+def checked_batch(orders_file: OrdersFile, *, environment: str) -> BatchIn:
+    """The body through orders.inputs.parse_batch (every request-level rule of the API);
+    raise RowsInvalid naming the rows and columns of every problem."""
+    problems = list(orders_file.problems)
+    uncounted = 0
+    batch = None
+    try:
+        batch = parse_batch(orders_file.body)
+    except ApiError as error:
+        for detail in error.details:
+            if more := _MORE.fullmatch(detail["message"]):
+                uncounted += int(more[1])  # core.api.bounded_details' last entry
+            else:
+                problems.append(problem_at(detail["field"], detail["message"], orders_file))
+    if environment == Environment.LIVE:
+        # The API's rule for live keys (orders.api.batch_of), whatever else is wrong.
+        message = "sandbox_scenario is for the sandbox only: leave it empty for live orders."
+        problems += [
+            Problem((row,), "sandbox_scenario", message)
+            for row, drop in zip(orders_file.drop_rows, _drops_of(orders_file.body), strict=True)
+            if "sandbox_scenario" in drop
+        ]
+    if problems or uncounted or batch is None:
+        raise RowsInvalid(problems, uncounted)
+    return batch
+
+
+def _drops_of(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    return (drop for group in body["orders"] for drop in group["dropoff"])
+
+
+def problem_at(path: str, message: str, orders_file: OrdersFile) -> Problem:
+    """A bulk validation path and message, as the file's rows and column."""
+    message = _CELL_WORDING.get(message, message)
+    match = _BULK_PATH.fullmatch(path)
+    if match is None:
+        return Problem((), None, message)
+    group, rest = int(match["group"]), match["rest"] or ""
+    if group >= len(orders_file.group_rows):
+        return Problem((), None, message)
+    rows = orders_file.group_rows[group]
+    if match["drop"] is None:
+        # A pickup's problem is every row of its group: they share the pickup's cells.
+        return Problem(tuple(rows), _PICKUP_FIELDS.get(rest), message)
+    drop = int(match["drop"])
+    if drop >= len(rows):
+        return Problem((), None, message)
+    return Problem((rows[drop],), _DROP_FIELDS.get(rest), message)
+
+
+def results_by_row(orders_file: OrdersFile, entries: list[dict[str, Any]]) -> list[RowResult]:
+    """The bulk answer's entries (submission order) beside their rows, in file order."""
+    paired = zip(orders_file.drop_rows, entries, strict=True)
+    return sorted((RowResult(row, entry) for row, entry in paired), key=lambda r: r.row)
+
+
+# --- Reading --------------------------------------------------------------------------------
+
+
+def _text_of(data: bytes) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise CsvUnreadable(
+            f"The file is larger than {MAX_FILE_LABEL}: split it into smaller files."
+        )
+    if data.startswith(b"PK\x03\x04") or data.startswith(b"\xd0\xcf\x11\xe0"):
+        raise CsvUnreadable(
+            "This is a spreadsheet workbook (.xlsx or .xls), not a CSV file: "
+            "in your spreadsheet, save it as “CSV UTF-8” and upload that."
+        )
+    try:
+        text = data.decode("utf-8-sig")  # a byte order mark, as Excel writes, is dropped
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise CsvUnreadable(
+            f"The file is not UTF-8 text (the first problem is on line {line}): "
+            "save it as “CSV UTF-8”."
+        ) from error
+    if "\x00" in text:
+        raise CsvUnreadable("This is not a CSV file: it contains binary data.")
+    if not text.strip():
+        raise CsvUnreadable("The file is empty.")
+    return text
+
+
+def _delimiter_of(text: str) -> str:
+    """`;` when the header has more of them than commas (Excel in many locales), else `,`."""
+    header = text.split("\n", 1)[0]
+    return ";" if header.count(";") > header.count(",") else ","
+
+
+def _records(text: str, *, delimiter: str) -> Iterator[list[str]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            # e.g. a cell larger than the csv module's limit (128 KiB).
+            raise CsvUnreadable(
+                f"The file could not be read as CSV near line {reader.line_num}: {error}."
+            ) from error
+        yield record
+
+
+def _normal_header(cell: str) -> str:
+    return _HEADER_SPACES.sub("_", cell.strip().lower())
+
+
+def _columns_of(header: list[str]) -> tuple[dict[str, int], list[str]]:
+    """Known column → its index, and the unknown columns as written."""
+    columns: dict[str, int] = {}
+    unknown: list[str] = []
+    errors: list[str] = []
+    for index, cell in enumerate(header):
+        name = _normal_header(cell)
+        if not name:
+            continue  # an unnamed column (trailing delimiters): nothing to read
+        if name not in COLUMNS:
+            unknown.append(cell.strip())
+        elif name in columns:
+            errors.append(f"The column {name} appears twice: keep one.")
+        else:
+            columns[name] = index
+    if not set(columns) & set(COLUMNS):
+        raise CsvUnreadable(
+            "The first row must be the header: the column names, e.g. "
+            + ", ".join(REQUIRED_COLUMNS)
+            + ". None of them was found."
+        )
+    errors += [f"The column {name} is missing." for name in REQUIRED_COLUMNS if name not in columns]
+    for lat, long, address, purpose in LOCATIONS:
+        if (lat in columns) != (long in columns):
+            present, absent = (lat, long) if lat in columns else (long, lat)
+            errors.append(f"The column {present} needs {absent} beside it.")
+        elif lat not in columns and address not in columns:
+            errors.append(f"The columns {lat} and {long}, or {address}, are missing ({purpose}).")
+    if errors:
+        raise CsvUnreadable(*errors)
+    return columns, unknown
+
+
+def _rows_text(rows: tuple[int, ...]) -> str:
+    if len(rows) == 1:
+        return f"Row {rows[0]}"
+    named = ", ".join(str(row) for row in rows[:ROWS_NAMED])
+    if len(rows) > ROWS_NAMED:
+        return f"Rows {named} and {len(rows) - ROWS_NAMED} more"
+    head, last = named.rsplit(", ", 1)
+    return f"Rows {head} and {last}"
+
+
+class _Cells:
+    """One row's cells as the fields of a bulk body; empty cells are absent fields."""
+
+    def __init__(
+        self, row: int, record: list[str], columns: dict[str, int], problems: list[Problem]
+    ) -> None:
+        self.row = row
+        self.values = {
+            name: record[index].strip() if index < len(record) else ""
+            for name, index in columns.items()
+        }
+        self.problems = problems
+
+    def text(self, column: str) -> str | None:
+        return self.values.get(column) or None
+
+    def number(self, column: str) -> float | None:
+        value = self.text(column)
+        if value is None:
+            return None
+        if not _NUMBER.fullmatch(value):
+            self.problems.append(
+                Problem(
+                    (self.row,),
+                    column,
+                    f"“{value[:40]}” is not a number: write it with a . as the decimal point, "
+                    "e.g. 11.5564.",
+                )
+            )
+            return None
+        return float(value)
+
+    def yes(self, column: str) -> bool:
+        value = (self.text(column) or "no").lower()
+        if value not in YES | NO:
+            self.problems.append(Problem((self.row,), column, "Must be yes or no (or empty)."))
+            return False
+        return value in YES
+
+    def place(self, prefix: str, *, with_city: bool) -> dict[str, Any]:
+        fields = {"lat": self.number(f"{prefix}_lat"), "long": self.number(f"{prefix}_long")}
+        address = {"complete_address": self.text(f"{prefix}_address")}
+        if with_city:
+            address["city"] = self.text(f"{prefix}_city")
+        fields["address"] = _present(address) or None
+        return fields
+
+    def pickup(self) -> dict[str, Any]:
+        return _present(
+            {
+                "name": self.text("pickup_name"),
+                "phone": self.text("pickup_phone"),
+                **self.place("pickup", with_city=False),
+                "pickup_scheduled_at": self.text("pickup_scheduled_at"),
+            }
+        )
+
+    def drop(self) -> dict[str, Any]:
+        recipient = {
+            "name": self.text("recipient_name"),
+            "phone": self.text("recipient_phone"),
+            **self.place("dropoff", with_city=True),
+        }
+        return _present(
+            {
+                "client_order_id": self.text("client_order_id"),
+                "external_waybill": self.text("external_waybill"),
+                "dropoff": _present(recipient),
+                "dropoff_verification": {"pin": True} if self.yes("dropoff_pin") else None,
+                "sandbox_scenario": self.text("sandbox_scenario"),
+            }
+        )
+
+
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that were given: an empty cell is an absent field, not an empty one."""
+    return {name: value for name, value in fields.items() if value is not None}

@@ -1,0 +1,70 @@
+"""The dashboard's template helpers: every time with its zone, the support address, chart ticks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django import template
+from django.conf import settings
+from django.utils.html import format_html
+
+register = template.Library()
+
+
+def zone_label(local: datetime) -> str:
+    """The zone's own abbreviation (CET, ICT) when it has one, else its UTC offset (UTC+7)."""
+    name = local.tzname() or ""
+    if name[:1].isalpha():
+        return name
+    offset = local.utcoffset() or timedelta(0)
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(int(offset.total_seconds())) // 60
+    hours, rest = divmod(minutes, 60)
+    return f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")
+
+
+def service_time(moment: datetime | str | None) -> tuple[datetime, str] | None:
+    """The moment in the service time zone, and its UTC wire text (for <time datetime>)."""
+    if moment in (None, ""):
+        return None
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    if moment.tzinfo is None:  # never from our models (USE_TZ); read as UTC, not guessed
+        moment = moment.replace(tzinfo=UTC)
+    wire = moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return moment.astimezone(ZoneInfo(settings.TIME_ZONE)), wire
+
+
+@register.filter(is_safe=True)
+def when(moment: datetime | str | None, precision: str = "minutes") -> str:
+    """`{{ drop.created_at|when }}`: "23 Nov 2026, 14:05 UTC+7" in a <time> with its UTC instant.
+
+    The one way the dashboard shows a time: in the service time zone (settings.TIME_ZONE),
+    always with that zone's label, so nobody has to guess against the API's UTC. Empty for
+    None, so `|default:"never"` still works. `|when:"seconds"` adds the seconds.
+    """
+    found = service_time(moment)
+    if found is None:
+        return ""
+    local, wire = found
+    text = local.strftime("%d %b %Y, %H:%M:%S" if precision == "seconds" else "%d %b %Y, %H:%M")
+    return format_html(
+        '<time datetime="{}">{}</time>\u00a0<abbr class="zone" title="{} time">{}</abbr>',
+        wire,
+        text.lstrip("0"),
+        settings.TIME_ZONE,
+        zone_label(local),
+    )
+
+
+@register.simple_tag
+def service_zone() -> str:
+    """The service time zone as people read it: "Asia/Phnom_Penh (UTC+7)"."""
+    now = datetime.now(ZoneInfo(settings.TIME_ZONE))
+    return f"{settings.TIME_ZONE} ({zone_label(now)})"
+
+
+@register.simple_tag
+def support_email() -> str:
+    return settings.SUPPORT_EMAIL

@@ -1,0 +1,29 @@
+"""The short cluster run (issue 17): `bench/cluster.py --short`, 30 s of locust load through
+HAProxy, two app instances, PgBouncer in transaction mode, Redis and two workers, no faults;
+every invariant it prints must hold (it exits 1 otherwise). `make cluster-test` is the long
+run with faults, outside the suite for its length."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+
+
+def test_the_short_cluster_run_keeps_every_invariant():
+    done = subprocess.run(
+        [sys.executable, str(Path(settings.BASE_DIR) / "bench" / "cluster.py"), "--short"],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    print(done.stdout[-6000:])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert done.stdout.count("PASS ") == 7
+    assert "FAIL " not in done.stdout
+    # No part failed, so nothing was unavailable: not even the documented 503.
+    assert " 0 answers 503 " in done.stdout
