@@ -159,7 +159,7 @@ class Gunicorn:
 
     def start(self) -> None:
         binary = Path(sys.executable).parent / "gunicorn"
-        with self.log_path.open("wb") as log:
+        with self.log_path.open("ab") as log:  # a restart appends
             self.process = subprocess.Popen(
                 [
                     str(binary),
@@ -178,6 +178,9 @@ class Gunicorn:
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # Its own process group: the master and its workers can be killed as one
+                # (bench/cluster.py kills an instance the way a host dies).
+                start_new_session=True,
             )
         self._wait_healthy()
 

@@ -407,8 +407,11 @@ def faults(cluster: Cluster, seconds: float, log: list[str]) -> threading.Thread
     def run() -> None:
         app = cluster.apps[0]
         at(0.15)
-        note(f"kill -9 app instance A (pid {app.process.pid})")
-        app.process.kill()
+        note(f"kill -9 app instance A (gunicorn master {app.process.pid} and its workers)")
+        # The whole process group, as a host dying takes them: killing the master alone
+        # leaves its workers serving the port until they notice, and the new master
+        # cannot bind it.
+        os.killpg(app.process.pid, signal.SIGKILL)
         app.process.wait()
         time.sleep(5)
         app.start()
@@ -555,12 +558,22 @@ def rate_limit_probe(cluster: Cluster) -> tuple[str, bool, str]:
         sum(cluster.probe["business_id"] in line for line in app.log_path.read_text().splitlines())
         for app in cluster.apps
     ]
+    healthy = [_healthy(app.port) for app in cluster.apps]
     return (
         "rate limits counted across both instances",
         codes[400] == BULK_RATE_LIMIT and codes[429] == sent - BULK_RATE_LIMIT and min(served) > 0,
         f"{sent} bulk calls of one key: {codes[400]} passed the throttle, {codes[429]} refused "
-        f"with 429 (limit {BULK_RATE_LIMIT}/min); instances served {served[0]} and {served[1]}",
+        f"with 429 (limit {BULK_RATE_LIMIT}/min); instances served {served[0]} and {served[1]} "
+        f"(each answers /healthz: {healthy})",
     )
+
+
+def _healthy(port: int) -> bool:
+    with contextlib.suppress(OSError):
+        conn = http.client.HTTPConnection(HOST, port, timeout=5)
+        conn.request("GET", "/healthz")
+        return conn.getresponse().status == 200
+    return False
 
 
 # --------------------------------------------------------------------------- figures
@@ -704,7 +717,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, ok, detail in results:
             print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}")
         print(f"(whole run {time.monotonic() - started:.0f} s, work files in {cluster.workdir})")
-        return 0 if all(ok for _, ok, _ in results) else 1
+        if all(ok for _, ok, _ in results):
+            return 0
+        kept = Path(tempfile.mkdtemp(prefix="cluster-failed-"))
+        for log in cluster.workdir.glob("*.log"):
+            shutil.copy(log, kept)
+        print(f"logs kept in {kept}")
+        return 1
 
 
 if __name__ == "__main__":
