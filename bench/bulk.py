@@ -411,6 +411,8 @@ def floor_run(
             "USD",
             now,
             now,
+            # Every drop row carries its tracking token (DESIGN.md §14), made before the clock.
+            secrets.token_urlsafe(16),
         )
         for i, drop_id in enumerate(drop_ids)
     ]
@@ -458,7 +460,7 @@ def floor_run(
         with cur.copy(
             "COPY orders_drop (id, order_id, batch_id, business_id, environment, client_order_id,"
             " external_waybill, recipient_name, recipient_phone, lat, long, address, resolved,"
-            " status, price, currency, created_at, updated_at) FROM STDIN"
+            " status, price, currency, created_at, updated_at, tracking_token) FROM STDIN"
         ) as copy:
             for row in drops:
                 copy.write_row(row)
