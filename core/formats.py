@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 CENT = Decimal("0.01")
@@ -18,3 +18,15 @@ def money(value: Decimal | None) -> str | None:
     if value is None:
         return None
     return format(value.quantize(CENT), "f")
+
+
+def zone_label(local: datetime) -> str:
+    """The zone's own abbreviation (CET, ICT) when it has one, else its UTC offset (UTC+7)."""
+    name = local.tzname() or ""
+    if name[:1].isalpha():
+        return name
+    offset = local.utcoffset() or timedelta(0)
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(int(offset.total_seconds())) // 60
+    hours, rest = divmod(minutes, 60)
+    return f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")

@@ -11,21 +11,15 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.urls import reverse
 
-from geo.geometry import geometry_from_geojson
+from geo.geometry import geometry_from_geojson, leaflet_polygons
 from geo.models import ServiceArea
 from orders.models import Drop, DropStatus
+from tracking.page_data import courier_at, map_tiles
 
 Polygon = list[list[list[float]]]  # rings of [lat, long]
 _ANY_ID = uuid.UUID(int=0)
-
-
-def tiles() -> dict | None:
-    if not settings.TRACKING_TILE_URL:
-        return None
-    return {"url": settings.TRACKING_TILE_URL, "attribution": settings.TRACKING_TILE_ATTRIBUTION}
 
 
 def service_areas() -> list[Polygon]:
@@ -36,12 +30,7 @@ def service_areas() -> list[Polygon]:
             geometry_from_geojson(geojson)
         except ValueError:
             continue  # refused by the admin form; a row written around it is not drawn
-        parts = (
-            geojson["coordinates"]
-            if geojson["type"] == "MultiPolygon"
-            else [geojson["coordinates"]]
-        )
-        polygons += [[[[y, x] for x, y, *_ in ring] for ring in part] for part in parts]
+        polygons += leaflet_polygons(geojson)
     return polygons
 
 
@@ -53,18 +42,14 @@ def order_map(drop: Drop) -> dict:
     order = drop.order
     pickup = [order.pickup_lat, order.pickup_long]
     dropoff = [drop.lat, drop.long]
-    courier = None
-    if drop.courier_progress is not None:
-        share = min(max(drop.courier_progress, 0.0), 1.0)
-        courier = [p + (d - p) * share for p, d in zip(pickup, dropoff, strict=True)]
     return {
         "kind": "order",
         "status": drop.status.lower(),
         "pickup": pickup,
         "drop": dropoff,
-        "courier": courier,
+        "courier": courier_at(pickup, dropoff, drop.courier_progress),
         "areas": service_areas(),
-        "tiles": tiles(),
+        "tiles": map_tiles(),
     }
 
 
@@ -101,7 +86,7 @@ def batch_map(*, business, batch_id) -> BatchMap:
             "pickups": [list(at) for at in pickups],
             "order_url": reverse("dashboard:order", args=[_ANY_ID]).replace(str(_ANY_ID), "{id}"),
             "areas": service_areas(),
-            "tiles": tiles(),
+            "tiles": map_tiles(),
         },
         by_status=by_status,
         legend=[(s.lower(), DropStatus(s).label, counts[s]) for s in statuses if counts[s]],

@@ -30,6 +30,15 @@ def geometry_from_geojson(value: Any) -> Polygon | MultiPolygon:
     return geometry
 
 
+def leaflet_polygons(geojson: dict) -> list[list[list[list[float]]]]:
+    """A (Multi)Polygon as Leaflet draws it: one entry per polygon, each a list of rings of
+    [lat, long] (GeoJSON has [long, lat])."""
+    parts = (
+        geojson["coordinates"] if geojson["type"] == "MultiPolygon" else [geojson["coordinates"]]
+    )
+    return [[[[y, x] for x, y, *_ in ring] for ring in part] for part in parts]
+
+
 def points_within(geometry, lats: np.ndarray, longs: np.ndarray) -> np.ndarray:
     """A boolean per point: inside the area or on its edge (edges count as served)."""
     if len(lats) == 0:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import shapely
 from django.conf import settings
 
-from geo.geometry import geometry_from_geojson
+from core.formats import zone_label
+from geo.geometry import geometry_from_geojson, leaflet_polygons
 from geo.models import ServiceArea
 from orders.models import ACTIVE_STATUSES, Drop, DropStatus, FailureReason, ProofMethod
 from tracking.selectors import entries_by_drop_id
@@ -164,18 +165,6 @@ def moment(iso: str | None, zone: ZoneInfo) -> Moment | None:
     return Moment(iso=iso, text=local.strftime("%a %d %b, %H:%M"), zone=zone_label(local))
 
 
-def zone_label(local: datetime) -> str:
-    """The zone's own abbreviation (CET, ICT) when it has one, else its UTC offset (UTC+7)."""
-    name = local.tzname() or ""
-    if name[:1].isalpha():
-        return name
-    offset = local.utcoffset() or timedelta(0)
-    sign = "-" if offset < timedelta(0) else "+"
-    minutes = abs(int(offset.total_seconds())) // 60
-    hours, rest = divmod(minutes, 60)
-    return f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")
-
-
 def _proof(proof: dict | None, zone: ZoneInfo) -> Proof | None:
     if proof is None:
         return None
@@ -203,24 +192,30 @@ def _map_data(entry: dict, progress: float | None) -> dict:
     """Pins as [lat, long], the areas that serve the drop, the courier, the tiles if any."""
     pickup = [entry["pickup"]["lat"], entry["pickup"]["long"]]
     drop = [entry["dropoff"]["lat"], entry["dropoff"]["long"]]
-    courier = None
-    if entry["status"] in COURIER_STATUSES and progress is not None:
-        share = min(max(progress, 0.0), 1.0)
-        courier = [p + (d - p) * share for p, d in zip(pickup, drop, strict=True)]
-    tiles = None
-    if settings.TRACKING_TILE_URL:
-        tiles = {
-            "url": settings.TRACKING_TILE_URL,
-            "attribution": settings.TRACKING_TILE_ATTRIBUTION,
-        }
+    on_the_way = entry["status"] in COURIER_STATUSES
     return {
         "status": entry["status"],
         "pickup": pickup,
         "drop": drop,
-        "courier": courier,
+        "courier": courier_at(pickup, drop, progress) if on_the_way else None,
         "areas": areas_serving(*drop),
-        "tiles": tiles,
+        "tiles": map_tiles(),
     }
+
+
+def map_tiles() -> dict | None:
+    """The tile layer behind a map's pins, or None: no tiles, the map still draws offline."""
+    if not settings.TRACKING_TILE_URL:
+        return None
+    return {"url": settings.TRACKING_TILE_URL, "attribution": settings.TRACKING_TILE_ATTRIBUTION}
+
+
+def courier_at(pickup: list[float], drop: list[float], progress: float | None) -> list | None:
+    """The simulated courier's [lat, long]: `progress` of the way from pickup to drop."""
+    if progress is None:
+        return None
+    share = min(max(progress, 0.0), 1.0)
+    return [p + (d - p) * share for p, d in zip(pickup, drop, strict=True)]
 
 
 def areas_serving(lat: float, long: float) -> list[list[list[list[float]]]]:
@@ -234,10 +229,5 @@ def areas_serving(lat: float, long: float) -> list[list[list[list[float]]]]:
             continue  # refused by the admin form; a row written around it is not drawn
         if not shapely.intersects_xy(geometry, long, lat):
             continue
-        parts = (
-            geojson["coordinates"]
-            if geojson["type"] == "MultiPolygon"
-            else [geojson["coordinates"]]
-        )
-        polygons += [[[[y, x] for x, y, *_ in ring] for ring in part] for part in parts]
+        polygons += leaflet_polygons(geojson)
     return polygons

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from django import template
 from django.conf import settings
 from django.utils.html import format_html
 
+from core.formats import zone_label
+
 register = template.Library()
-
-
-def zone_label(local: datetime) -> str:
-    """The zone's own abbreviation (CET, ICT) when it has one, else its UTC offset (UTC+7)."""
-    name = local.tzname() or ""
-    if name[:1].isalpha():
-        return name
-    offset = local.utcoffset() or timedelta(0)
-    sign = "-" if offset < timedelta(0) else "+"
-    minutes = abs(int(offset.total_seconds())) // 60
-    hours, rest = divmod(minutes, 60)
-    return f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")
 
 
 def service_time(moment: datetime | str | None) -> tuple[datetime, str] | None:

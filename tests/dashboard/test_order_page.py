@@ -11,7 +11,8 @@ import pytest
 from django.core.cache import cache
 from django.template import Context, Template
 
-from dashboard.templatetags.dashboard_tags import when, zone_label
+from core.formats import zone_label
+from dashboard.templatetags.dashboard_tags import when
 from orders.models import Drop
 from tests.factories import HOME, SHOP
 from tests.tracking.helpers import place

@@ -172,9 +172,7 @@ def test_a_drop_the_business_moved_meanwhile_is_taken_from_where_it_is(sandbox, 
     assert_legal_history(ids["deliver"])
 
 
-def test_a_live_looking_drop_is_never_touched_by_a_sandbox_runner_of_another_business(
-    sandbox, api, clock, bob
-):
+def test_another_business_s_live_drop_without_a_scenario_is_never_stepped(sandbox, api, clock, bob):
     mine = start(api, sandbox, "deliver")["deliver"]
     theirs = api.bulk(batch(group(drop("B-1"))), bob.live_key).json()["data"]["orders"][0]
 
