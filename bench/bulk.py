@@ -370,19 +370,15 @@ def measure(case: str, runs: int, warmups: int, one_run: Callable[[], float]) ->
     return Figure(case, samples)
 
 
-def floor_run(
-    db: psycopg.Connection, tenant: Tenant, response_body: bytes, n: int, *, check_fks: bool
-) -> float:
-    """The database's own cost of a batch's rows: COPY them in one transaction, roll back.
+def floor_run(db: psycopg.Connection, tenant: Tenant, response_body: bytes, n: int) -> float:
+    """What our own schema costs the database for a batch's rows, rolled back afterwards.
 
-    The same tables a batch writes: the batch row (with a stored response of the real
-    size), one order, n drops, n creation events, n ledger debits and the wallet update.
-    Rows are built before the clock starts: the floor is the database's work only.
-
-    Django's foreign keys are DEFERRABLE INITIALLY DEFERRED, checked at commit; rolling
-    back skips those checks. That is the floor as specified (check_fks=False). With
-    check_fks, SET CONSTRAINTS ALL IMMEDIATE runs them now, as a real commit would: a
-    cost the application cannot avoid either, shown so the gap is not misread.
+    The rows a batch writes now, into the real tables with all their indexes, the drops'
+    owner check and the foreign keys (SET CONSTRAINTS ALL IMMEDIATE runs the deferred ones,
+    as a commit would): the batch row (a response of the real size), one order, n drops
+    COPYed, one ledger debit for the batch and the wallet update. Rows are encoded before
+    the clock starts: this is the database's work only. Beside the bare floor it shows how
+    much of the gap is the schema (indexes, checks) and how much the application.
     """
     now = datetime.now(UTC)
     tag = uuid.uuid4().hex
@@ -390,94 +386,128 @@ def floor_run(
     wallet = db.execute("SELECT balance FROM billing_wallet WHERE id = %s", (tenant.wallet_id,))
     balance = wallet.fetchone()[0]
     price = Decimal("2.80")
-    drop_ids = [uuid.uuid4() for _ in range(n)]
-    drops = [
-        (
-            drop_id,
-            order_id,
-            batch_id,
-            tenant.business_id,
-            ENVIRONMENT,
-            f"floor-{tag}-{i:05d}",
-            None,
-            "Recipient",
-            RECIPIENT_PHONE,
-            HOME["lat"],
-            HOME["long"],
-            None,
-            False,
-            "PENDING",
-            price,
-            "USD",
-            now,
-            now,
-            # Every drop row carries its tracking token (DESIGN.md §14), made before the clock.
-            secrets.token_urlsafe(16),
-        )
-        for i, drop_id in enumerate(drop_ids)
-    ]
-    events = [(drop_id, "PENDING", now, "api") for drop_id in drop_ids]
-    ledger = [
-        (tenant.wallet_id, "ORDER_DEBIT", -price, balance - price * (i + 1), drop_id, None, "", now)
-        for i, drop_id in enumerate(drop_ids)
-    ]
+    drops = "".join(
+        f"{drop_id}\t{order_id}\t{batch_id}\t{tenant.business_id}\t{ENVIRONMENT}"
+        f"\tfloor-{tag}-{i:05d}\t\\N\tRecipient\t{RECIPIENT_PHONE}\t{HOME['lat']!r}"
+        f"\t{HOME['long']!r}\t\\N\tf\tPENDING\t{price}\tUSD\t{now.isoformat()}"
+        f"\t{now.isoformat()}\t{secrets.token_urlsafe(16)}\t\\N\t\\N\t\\N\n"
+        for i, drop_id in enumerate(uuid.uuid4() for _ in range(n))
+    ).encode()
 
     start = time.perf_counter()
     with db.transaction(force_rollback=True), db.cursor() as cur:
-        if check_fks:
-            cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cur.execute(
             "INSERT INTO orders_batch (id, business_id, environment, client_batch_id, fingerprint,"
             " status, total, accepted, rejected, response, created_at)"
             " VALUES (%s, %s, %s, %s, %s, 'COMPLETED', %s, %s, 0, %s, %s)",
-            (
-                batch_id,
-                tenant.business_id,
-                ENVIRONMENT,
-                f"floor-{tag}",
-                "0" * 64,
-                n,
-                n,
-                response_body,
-                now,
-            ),
-        )
+            (batch_id, tenant.business_id, ENVIRONMENT, f"floor-{tag}", "0" * 64, n, n,
+             response_body, now),
+        )  # fmt: skip
         cur.execute(
             "INSERT INTO orders_order (id, batch_id, business_id, environment, pickup_name,"
             " pickup_phone, pickup_lat, pickup_long, pickup_resolved, created_at)"
             " VALUES (%s, %s, %s, %s, 'Bench shop', %s, %s, %s, false, %s)",
-            (
-                order_id,
-                batch_id,
-                tenant.business_id,
-                ENVIRONMENT,
-                PHONE,
-                SHOP["lat"],
-                SHOP["long"],
-                now,
-            ),
-        )
+            (order_id, batch_id, tenant.business_id, ENVIRONMENT, PHONE, SHOP["lat"],
+             SHOP["long"], now),
+        )  # fmt: skip
         with cur.copy(
             "COPY orders_drop (id, order_id, batch_id, business_id, environment, client_order_id,"
             " external_waybill, recipient_name, recipient_phone, lat, long, address, resolved,"
-            " status, price, currency, created_at, updated_at, tracking_token) FROM STDIN"
+            " status, price, currency, created_at, updated_at, tracking_token, dropoff_pin,"
+            " sandbox_scenario, scenario_next_at) FROM STDIN"
         ) as copy:
-            for row in drops:
-                copy.write_row(row)
-        with cur.copy("COPY orders_deliveryevent (drop_id, status, at, actor) FROM STDIN") as copy:
-            for row in events:
-                copy.write_row(row)
-        with cur.copy(
-            "COPY billing_ledgerentry (wallet_id, kind, amount, balance_after, drop_id, actor_id,"
-            " note, created_at) FROM STDIN"
-        ) as copy:
-            for row in ledger:
-                copy.write_row(row)
+            copy.write(drops)
+        cur.execute(
+            "INSERT INTO billing_ledgerentry (wallet_id, kind, amount, balance_after, batch_id,"
+            " note, created_at) VALUES (%s, 'ORDER_DEBIT', %s, %s, %s, %s, %s)",
+            (tenant.wallet_id, -price * n, balance - price * n, batch_id, f"{n} drops", now),
+        )
         cur.execute(
             "UPDATE billing_wallet SET balance = %s, updated_at = %s WHERE id = %s",
             (balance - price * n, now, tenant.wallet_id),
         )
     return time.perf_counter() - start
+
+
+# The bare floor's tables: the columns of the real ones and nothing else. CREATE TABLE AS
+# copies no constraint at all (no key, no index, no foreign key, not even NOT NULL).
+BARE_TABLES = {
+    "bare_drop": "orders_drop",
+    "bare_ledger": "billing_ledgerentry",
+    "bare_batch": "orders_batch",
+}
+
+
+def create_bare_tables(db: psycopg.Connection) -> None:
+    for bare, real in BARE_TABLES.items():
+        db.execute(f"CREATE TABLE {bare} AS SELECT * FROM {real} WITH NO DATA")
+    # The cheapest way to store the response is part of the floor too: the same TOAST
+    # compression as the real column (lz4, orders migration 0009), which CREATE TABLE AS
+    # does not copy.
+    method = db.execute(
+        "SELECT attcompression FROM pg_attribute"
+        " WHERE attrelid = 'orders_batch'::regclass AND attname = 'response'"
+    ).fetchone()[0]
+    if method == "l":
+        db.execute("ALTER TABLE bare_batch ALTER COLUMN response SET COMPRESSION lz4")
+
+
+def bare_floor_run(db: psycopg.Connection, tenant: Tenant, response_body: bytes, n: int) -> float:
+    """The physical floor of issue 18: what storing a batch's rows costs the database alone.
+
+    One transaction that COPYs n drop-sized rows (every column a drop row of the bulk call
+    fills, same values) and n ledger-sized rows into tables with no constraint, inserts the
+    batch row (its stored response of the real size), and commits. No validation, no HTTP,
+    no index. Rows are built as tuples before the clock starts; their COPY encoding is
+    timed, as psycopg does it for the application too. The tables are emptied after the
+    clock stops.
+    """
+    now = datetime.now(UTC)
+    tag = uuid.uuid4().hex
+    batch_id, order_id = uuid.uuid4(), uuid.uuid4()
+    price, balance = Decimal("2.80"), Decimal("100000.00")
+    drop_ids = [uuid.uuid4() for _ in range(n)]
+    drops = [
+        (
+            drop_id, order_id, batch_id, tenant.business_id, ENVIRONMENT, f"bare-{tag}-{i:05d}",
+            None, "Recipient", RECIPIENT_PHONE, HOME["lat"], HOME["long"], None, False,
+            "PENDING", price, "USD", now, now, secrets.token_urlsafe(16), None, None, None,
+        )
+        for i, drop_id in enumerate(drop_ids)
+    ]  # fmt: skip
+    ledger = [
+        (i + 1, tenant.wallet_id, "ORDER_DEBIT", -price, balance - price * (i + 1), drop_id, None,
+         "", now)
+        for i, drop_id in enumerate(drop_ids)
+    ]  # fmt: skip
+
+    start = time.perf_counter()
+    with db.transaction(), db.cursor() as cur:
+        cur.execute(
+            "INSERT INTO bare_batch (id, business_id, environment, client_batch_id, fingerprint,"
+            " status, total, accepted, rejected, response, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, 'COMPLETED', %s, %s, 0, %s, %s)",
+            (batch_id, tenant.business_id, ENVIRONMENT, f"bare-{tag}", "0" * 64, n, n,
+             response_body, now),
+        )  # fmt: skip
+        with cur.copy(
+            "COPY bare_drop (id, order_id, batch_id, business_id, environment, client_order_id,"
+            " external_waybill, recipient_name, recipient_phone, lat, long, address, resolved,"
+            " status, price, currency, created_at, updated_at, tracking_token, dropoff_pin,"
+            " sandbox_scenario, scenario_next_at) FROM STDIN"
+        ) as copy:
+            for row in drops:
+                copy.write_row(row)
+        with cur.copy(
+            "COPY bare_ledger (id, wallet_id, kind, amount, balance_after, drop_id, actor_id,"
+            " note, created_at) FROM STDIN"
+        ) as copy:
+            for row in ledger:
+                copy.write_row(row)
+    seconds = time.perf_counter() - start
+    db.execute(f"TRUNCATE {', '.join(BARE_TABLES)}")
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,11 +591,37 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
 
         return one_run
 
+    def beside_the_bare_floor(label: str) -> tuple[Figure, Figure]:
+        """Issue 18's ratio: a 1000-drop batch and the bare floor, one after the other, in
+        alternation, so that both see the same moment of a noisy machine and the same
+        database. The floor's batch row carries a stored answer of the real size."""
+        template = coordinate_batch(1000)
+        answer, _ = post_batch(client, "bulk of 1000 (the floor's answer size)", template)
+        paired = bulk(template)
+        for _ in range(cfg.warmups):
+            paired(), bare_floor_run(db, tenant, answer.body, 1000)
+        pairs = [(paired(), bare_floor_run(db, tenant, answer.body, 1000)) for _ in range(cfg.runs)]
+        batch, bare = (
+            Figure(label, [p[0] for p in pairs]),
+            Figure("bare floor", [p[1] for p in pairs]),
+        )
+        print(
+            f"  {label}: median {batch.median_ms:.1f} ms; bare floor beside it"
+            f" {bare.median_ms:.1f} ms",
+            flush=True,
+        )
+        return batch, bare
+
+    create_bare_tables(db)
+    pairs: dict[str, tuple[Figure, Figure]] = {}
     for n in (1, 100, 1000, 5000):
         runs = cfg.big_runs if n >= 5000 else cfg.runs
         label = f"bulk, {n} coordinate drop{'s' if n > 1 else ''}"
+        if n == 1000:
+            pairs["early"] = beside_the_bare_floor(label)
+            figures.append(pairs["early"][0])
+            continue
         figures.append(measure(label, runs, cfg.warmups, bulk(coordinate_batch(n))))
-    batch_1000 = figures[2]
 
     def forget_geocodes() -> None:
         db.execute("DELETE FROM geo_geocoderesult")
@@ -637,17 +693,16 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
     figures.append(measure("replay of a 1000-drop batch", cfg.runs, cfg.warmups, replay))
     client.close()
 
-    def floor(check_fks: bool) -> Callable[[], float]:
-        return lambda: floor_run(db, tenant, first.body, 1000, check_fks=check_fks)
-
-    floors = [
-        measure("floor", cfg.runs, cfg.warmups, floor(False)),
-        measure("floor with FK checks", cfg.runs, cfg.warmups, floor(True)),
-    ]
+    drops = db.execute("SELECT count(*) FROM orders_drop").fetchone()[0]
+    pairs["late"] = beside_the_bare_floor(f"bulk, 1000 coordinate drops, {drops:,} drops stored")
+    # Last: its rolled-back rows leave dead index entries that later inserts would step over.
+    floor = measure(
+        "schema floor", cfg.runs, cfg.warmups, lambda: floor_run(db, tenant, first.body, 1000)
+    )
     print(f"  throughput: {cfg.clients} clients for {cfg.duration:g} s ...", flush=True)
     flow = throughput(port, tenant.key, cfg.clients, cfg.duration, coordinate_batch(500))
 
-    report(figures, batch_1000, floors, flow, cfg, db, all(keep_alive))
+    report(figures, floor, pairs, flow, cfg, db, all(keep_alive))
 
 
 def machine(db: psycopg.Connection, load_before: tuple[float, float, float]) -> list[str]:
@@ -672,8 +727,8 @@ def machine(db: psycopg.Connection, load_before: tuple[float, float, float]) -> 
 
 def report(
     figures: list[Figure],
-    batch_1000: Figure,
-    floors: list[Figure],
+    floor: Figure,
+    pairs: dict[str, tuple[Figure, Figure]],
     flow: Throughput,
     cfg: Settings,
     db: psycopg.Connection,
@@ -686,20 +741,44 @@ def report(
     for f in figures:
         print(f"{f.case:<{width}}  {f.median_ms:>9.1f}  {f.p90_ms:>8.1f}  {len(f.samples):>4}")
     print()
-    floor, checked = floors
     print(
-        f"floor:      median {floor.median_ms:.1f} ms, p90 {floor.p90_ms:.1f} ms,"
-        f" {len(floor.samples)} runs: raw psycopg COPY of 1000 drops, 1000 events, 1000"
-        "\n            ledger debits, wallet update, order and batch row (real response size)"
-        " in one transaction, rolled back"
+        f"schema floor: median {floor.median_ms:.1f} ms, p90 {floor.p90_ms:.1f} ms, rolled back:"
+        " the rows a batch writes now (1000 drops COPYed, order, one ledger debit, wallet,"
+        "\n            batch row with its response) into our tables, indexes and checks included"
     )
+    ratios = {}
+    for when, (batch, bare) in pairs.items():
+        ratios[when] = batch.median_ms / bare.median_ms
+        print(
+            f"bare floor ({when}): median {bare.median_ms:.1f} ms, p90 {bare.p90_ms:.1f} ms,"
+            f' {len(bare.samples)} runs, beside "{batch.case}" (median {batch.median_ms:.1f} ms)'
+        )
     print(
-        f"            with FK checks (SET CONSTRAINTS ALL IMMEDIATE, as a commit runs them):"
-        f" median {checked.median_ms:.1f} ms, p90 {checked.p90_ms:.1f} ms"
+        "            the bare floor: COPY of 1000 drop-sized and 1000 ledger-sized rows and the"
+        " batch row (its\n            response of the real size) into tables with no constraint"
+        " or index, one transaction, committed"
     )
+    ratio = ratios["early"]
     print(
-        f"ratio:      1000-drop batch / floor = {batch_1000.median_ms / floor.median_ms:.2f}x"
-        f" ({batch_1000.median_ms / checked.median_ms:.2f}x the floor with FK checks)"
+        f"RATIO:      1000-drop batch end to end / bare floor = {ratio:.2f}x where the issue"
+        f" measured it (the 1000-drop case, early in the run); {ratios['late']:.2f}x late, on"
+        " the table the whole run filled"
+    )
+    by_case = {f.case: f for f in figures}
+    checks = [
+        ("1000 drops / bare floor", ratio, 3.0, "x", "<="),
+        ("the same, late", ratios["late"], 3.0, "x", "<="),
+        ("5000 drops", by_case["bulk, 5000 coordinate drops"].median_ms, 300, " ms", "<="),
+        ("tracking 1000 ids", by_case["tracking, 1000 identifiers"].median_ms, 25, " ms", "<="),
+        ("throughput", flow.per_second, 10_000, " drops/s", ">="),
+    ]
+    print(
+        "targets:    "
+        + "; ".join(
+            f"{name} {value:,.2f}{unit} (target {op} {target:,}{unit}:"
+            f" {'PASS' if (value <= target if op == '<=' else value >= target) else 'FAIL'})"
+            for name, value, target, unit, op in checks
+        )
     )
     print(
         f"throughput: {flow.per_second:,.0f} accepted drops/s ({flow.clients} clients x"

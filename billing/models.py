@@ -70,7 +70,17 @@ class LedgerEntry(models.Model):
     kind = models.CharField(max_length=12, choices=EntryKind.choices)
     amount = models.DecimalField(**MONEY)
     balance_after = models.DecimalField(**MONEY)
+    # A batch's drops are charged by one ORDER_DEBIT for the batch, their prices on the
+    # drops (docs/decisions.md); a refund names its drop. Entries written before migration
+    # 0003 debit one drop each.
     drop = models.ForeignKey("orders.Drop", null=True, blank=True, on_delete=models.PROTECT)
+    batch = models.ForeignKey(
+        "orders.Batch",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="ledger_entries",
+    )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
     )

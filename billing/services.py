@@ -67,10 +67,12 @@ class Movement:
     drop_id: object = None
     actor_id: int | None = None
     note: str = ""
+    batch_id: object = None
 
 
 LEDGER_FIELDS = (
     "wallet_id", "kind", "amount", "balance_after", "drop_id", "actor_id", "note", "created_at",
+    "batch_id",
 )  # fmt: skip
 
 
@@ -85,9 +87,10 @@ def append_entries(*, wallet: Wallet, movements: list[Movement], at: datetime) -
         balance += move.amount
         if balance < 0:
             raise BillingError(f"The balance would become negative ({balance}).")
-        rows.append(
-            (wallet.pk, move.kind, move.amount, balance, move.drop_id, move.actor_id, move.note, at)
-        )
+        rows.append((
+            wallet.pk, move.kind, move.amount, balance, move.drop_id, move.actor_id, move.note, at,
+            move.batch_id,
+        ))  # fmt: skip
     insert_rows(LedgerEntry, LEDGER_FIELDS, rows)
     Wallet.objects.filter(pk=wallet.pk).update(balance=balance, updated_at=at)
     before, wallet.balance = wallet.balance, balance
@@ -124,6 +127,10 @@ class Till:
     commit, so it sees our debits and our drops. A row lock rather than a conditional
     UPDATE because the decision for each drop depends on what the earlier drops spent,
     and the duplicate-id check must also see the other batch's committed drops.
+
+    A wallet is charged one ORDER_DEBIT for the whole batch, naming the batch; each drop
+    carries its own price, so the batch's drops' prices add up to the entry (docs/decisions.md).
+    An invoice gets one line per drop, as its statement lists them.
     """
 
     business: Business
@@ -139,20 +146,22 @@ class Till:
     def record(self, drop_id, price: Decimal) -> None:
         self.charges.append((drop_id, price))
 
-    def settle(self, *, at: datetime) -> None:
-        """Write the recorded charges: ledger debits and the balance, or invoice lines."""
+    def settle(self, *, batch_id, at: datetime) -> None:
+        """Write the recorded charges: one ledger debit and the balance, or invoice lines."""
         if not self.charges:
             return
         if self.is_wallet:
-            self._debit_wallet(at)
+            total = sum((price for _, price in self.charges), Decimal("0.00"))
+            count = len(self.charges)
+            debit = Movement(
+                EntryKind.ORDER_DEBIT,
+                -total,
+                batch_id=batch_id,
+                note=f"{count} drop{'s' if count != 1 else ''}",
+            )
+            append_entries(wallet=self.wallet, movements=[debit], at=at)
         else:
             self._accrue_invoice(at)
-
-    def _debit_wallet(self, at: datetime) -> None:
-        movements = [
-            Movement(EntryKind.ORDER_DEBIT, -price, drop_id) for drop_id, price in self.charges
-        ]
-        append_entries(wallet=self.wallet, movements=movements, at=at)
 
     def _accrue_invoice(self, at: datetime) -> None:
         invoice = open_invoice(business=self.business, environment=self.environment, at=at)

@@ -22,7 +22,7 @@ class PricingPlanAdmin(admin.ModelAdmin):
 class LedgerEntryInline(admin.TabularInline):
     model = LedgerEntry
     extra = 0
-    fields = ["created_at", "kind", "amount", "balance_after", "drop", "actor", "note"]
+    fields = ["created_at", "kind", "amount", "balance_after", "drop", "batch", "actor", "note"]
     readonly_fields = fields
     can_delete = False
     ordering = ["-id"]
@@ -54,11 +54,11 @@ class WalletAdmin(ReadOnlyAdmin):
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(ReadOnlyAdmin):
-    # Short columns so the list fits 1280 px beside its filters: the drop and the note share
-    # one, the wallet is "business, environment".
+    # Short columns so the list fits 1280 px beside its filters: the drop (or the batch a
+    # debit charges) and the note share one, the wallet is "business, environment".
     list_display = ["created", "wallet_column", "kind", "amount", "balance_after", "detail", "by"]
     list_filter = ["kind", "wallet__environment"]
-    list_select_related = ["wallet__business", "drop", "actor"]
+    list_select_related = ["wallet__business", "drop", "batch", "actor"]
     search_fields = ["wallet__business__name", "note"]
 
     @admin.display(description="When", ordering="created_at")
@@ -69,11 +69,16 @@ class LedgerEntryAdmin(ReadOnlyAdmin):
     def wallet_column(self, entry: LedgerEntry) -> SafeString | str:
         return format_html("{}, {}", cut(entry.wallet.business.name, 28), entry.wallet.environment)
 
-    @admin.display(description="Drop or note")
+    @admin.display(description="Drop, batch or note")
     def detail(self, entry: LedgerEntry) -> SafeString | str:
-        said = " · ".join(
-            part for part in (entry.drop.client_order_id if entry.drop else "", entry.note) if part
+        what = (
+            entry.drop.client_order_id
+            if entry.drop
+            else f"batch {entry.batch.client_batch_id}"
+            if entry.batch
+            else ""
         )
+        said = " · ".join(part for part in (what, entry.note) if part)
         return cut(said, 36)
 
     @admin.display(description="By", ordering="actor__username")

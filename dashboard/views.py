@@ -344,7 +344,7 @@ def _wallet_page(request, *, environment: str, top_up_form: SandboxTopUpForm, st
     business = request.business
     entries = LedgerEntry.objects.filter(
         wallet__business=business, wallet__environment=environment
-    ).select_related("drop")
+    ).select_related("drop", "batch")
     invoices = Invoice.objects.filter(business=business, environment=environment)
     is_invoiced = business.billing_model == BillingModel.INVOICED
     return render(
@@ -518,7 +518,7 @@ def order_detail(request, pk: uuid.UUID):
         {
             "drop": drop,
             "order": drop.order,
-            "events": drop.events.all(),
+            "events": drop.timeline(),
             "drop_tracking_url": tracking_url(drop.tracking_token),
             "map": order_map(drop),
         },

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from accounts.models import Environment
+from core.ids import uuid7
 from orders.links import new_tracking_token
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
@@ -60,10 +61,27 @@ ACTIVE_STATUSES = (
     DropStatus.ASSIGNED,
     DropStatus.PICKED_UP,
 )
+FINISHED_STATUSES = (DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED)
+
+
+# Who made a drop's first status: the bulk call (the creation "event" is the drop row).
+CREATION_ACTOR = "api"
+
+
+def initial_status(*, scheduled: bool) -> str:
+    """A drop starts SCHEDULED when its pickup was scheduled, else PENDING (DESIGN.md §5)."""
+    return _SCHEDULED if scheduled else _PENDING
+
+
+# As plain strings: the hot paths call initial_status() per drop, and an enum member costs
+# a descriptor call on every access.
+_SCHEDULED, _PENDING = DropStatus.SCHEDULED.value, DropStatus.PENDING.value
 
 
 class Batch(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered ids (core/ids.py) for batches, orders and drops: new rows go to the right
+    # edge of their indexes instead of to random pages.
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     business = models.ForeignKey(
         "accounts.Business", on_delete=models.PROTECT, related_name="batches"
     )
@@ -96,7 +114,12 @@ class Batch(models.Model):
                 fields=["business", "environment", "client_batch_id"],
                 condition=~Q(status=BatchStatus.FAILED),
                 name="client_batch_id_once_unless_failed",
-            )
+            ),
+            # What an order's foreign key to its batch points at (order_belongs_to_its_batch,
+            # migration 0009): the order's business and environment are its batch's.
+            models.UniqueConstraint(
+                fields=["id", "business", "environment"], name="batch_owner_key"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -177,8 +200,12 @@ class Driver(models.Model):
 class Order(models.Model):
     """One pickup group with at least one accepted drop: one driver runs it."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="orders")
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    # The composite key (batch_id, business_id, environment) → the batch's own (migration
+    # 0009) stands for Django's constraint on batch_id.
+    batch = models.ForeignKey(
+        Batch, on_delete=models.PROTECT, related_name="orders", db_constraint=False
+    )
     business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT)
     environment = models.CharField(max_length=10, choices=Environment.choices)
     pickup_name = models.CharField(max_length=200)
@@ -193,6 +220,13 @@ class Order(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # What a drop's owner check looks up (drop_belongs_to_its_order, migration 0009):
+            # a drop's order, batch, business and environment agree in one probe.
+            models.UniqueConstraint(
+                fields=["id", "batch", "business", "environment"], name="order_owner_key"
+            )
+        ]
 
     def __str__(self) -> str:
         return str(self.id)
@@ -201,10 +235,21 @@ class Order(models.Model):
 class Drop(models.Model):
     """One drop-off: one trackable order, keyed by the caller's client_order_id."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="drops")
-    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="drops")
-    business = models.ForeignKey("accounts.Business", on_delete=models.PROTECT)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    # Checked together, per statement, by the trigger drop_belongs_to_its_order (migration
+    # 0009): the drop's order exists and has the drop's batch, business and environment. One
+    # anti-join per COPY instead of three foreign-key queries per drop at commit, so Django
+    # creates no constraint of its own for them (db_constraint=False).
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="drops", db_constraint=False
+    )
+    batch = models.ForeignKey(
+        Batch, on_delete=models.PROTECT, related_name="drops", db_constraint=False
+    )
+    # Every index of drops that looks up by business leads with it: no index of its own.
+    business = models.ForeignKey(
+        "accounts.Business", on_delete=models.PROTECT, db_constraint=False, db_index=False
+    )
     environment = models.CharField(max_length=10, choices=Environment.choices)
     client_order_id = models.CharField(max_length=100)
     # null, not "": the result echoes "external_waybill": null when none was sent.
@@ -221,7 +266,9 @@ class Drop(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     # The recipient's tracking page is /t/<token>: 128 random bits, URL-safe (DESIGN.md §14).
-    tracking_token = models.CharField(max_length=32, unique=True, default=new_tracking_token)
+    # Unique by a constraint in Meta rather than unique=True, which would add a second
+    # (LIKE) index that no query uses to every drop written.
+    tracking_token = models.CharField(max_length=32, default=new_tracking_token)
     # Proof of delivery: the PIN the recipient gives the courier, when the drop asked for one.
     dropoff_pin = models.CharField(max_length=4, null=True, blank=True)  # noqa: DJ001
     pin_attempts = models.PositiveSmallIntegerField("wrong PIN attempts", default=0, db_default=0)
@@ -254,12 +301,18 @@ class Drop(models.Model):
                 fields=["business", "environment", "client_order_id"],
                 condition=Q(status__in=ACTIVE_STATUSES),
                 name="client_order_id_active_once",
-            )
+            ),
+            models.UniqueConstraint(fields=["tracking_token"], name="drop_tracking_token_once"),
         ]
-        # client_order_id first: lookups send the ids as one array (= ANY), which only an
-        # index led by that column can use as a condition rather than a filter.
+        # Lookups by client_order_id (tracking, cancel) read active drops through the unique
+        # index above and finished ones through this one: a new drop (always active) is
+        # written to one of the two, not to an index of every drop (issue 18).
         indexes = [
-            models.Index(fields=["client_order_id", "business", "environment"]),
+            models.Index(
+                fields=["business", "environment", "client_order_id"],
+                condition=Q(status__in=FINISHED_STATUSES),
+                name="drop_finished_by_client_id",
+            ),
             # GET /orders, newest first and by change (tracking/listing.py): one index range
             # per status, read in key order, so a page never sorts the account's drops.
             models.Index(
@@ -289,9 +342,24 @@ class Drop(models.Model):
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
 
+    @property
+    def initial_status(self) -> str:
+        return initial_status(scheduled=self.order.pickup_scheduled_at is not None)
+
+    def timeline(self) -> list[DeliveryEvent]:
+        """Every status the drop has had, oldest first: its creation, then its moves."""
+        created = DeliveryEvent(
+            drop=self, status=self.initial_status, at=self.created_at, actor=CREATION_ACTOR
+        )
+        return [created, *self.events.all()]
+
 
 class DeliveryEvent(models.Model):
-    drop = models.ForeignKey(Drop, on_delete=models.CASCADE, related_name="events")
+    """A status move of a drop. Its creation is not a row here: it is the drop's own
+    created_at and initial status (Drop.creation_event), written with the drop itself."""
+
+    # The (drop, at) index below serves every lookup by drop.
+    drop = models.ForeignKey(Drop, on_delete=models.CASCADE, related_name="events", db_index=False)
     status = models.CharField(max_length=10, choices=DropStatus.choices)
     at = models.DateTimeField()
     actor = models.CharField(max_length=100)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import BillingModel, Business
@@ -20,6 +20,7 @@ from billing.services import Till, open_till, read_balance
 from core.api import success_body
 from core.db import claim
 from core.formats import iso_z, money
+from core.ids import url_tokens, uuid7_texts
 from core.writes import insert_rows
 from events.models import EventType
 from events.services import record_events
@@ -28,6 +29,7 @@ from geo.services import load_coverage
 from orders.decisions import (
     AccountState,
     Decisions,
+    Reason,
     addresses_to_geocode,
     decide_batch,
     decide_charges,
@@ -41,22 +43,19 @@ from orders.errors import (
     QuoteUsed,
 )
 from orders.inputs import BatchIn, Place
-from orders.links import new_pin, new_tracking_token, tracking_url
+from orders.links import new_pin, tracking_url
 from orders.models import (
     ACTIVE_STATUSES,
     Batch,
     BatchStatus,
-    DeliveryEvent,
     Drop,
-    DropStatus,
     IdempotencyRecord,
     Order,
     Quote,
     SandboxScenario,
+    initial_status,
 )
 from orders.signals import scenarios_started
-
-CREATION_ACTOR = "api"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +85,17 @@ def create_batch(
 
     Raises IdempotencyKeyReused or ClientBatchIdReused (nothing written) for another body.
     """
-    # A retry of a committed batch needs no work: one indexed read answers it.
-    stored = find_replay(business, environment, idempotency_key, batch.fingerprint)
-    if stored is not None:
-        return stored
     # External I/O comes before the transaction opens and before any claim or lock, so a
     # slow geocoder holds nothing that another request (of any business) could wait on;
-    # its cache rows are written in their own short statements (geo.geocoders).
+    # its cache rows are written in their own short statements (geo.geocoders). A retry
+    # finds its addresses in that cache.
     pins = locate_places(batch)
     now = timezone.now()
     with transaction.atomic():
-        # The idempotency row goes in first: a concurrent request with the same key
-        # blocks on its unique index until we commit, then replays what we stored.
+        # The idempotency row goes in first: a retry of a committed batch meets its row
+        # and replays what we stored; a concurrent request with the same key blocks on the
+        # unique index until we commit, then does the same. (No read before this insert:
+        # for a new batch it would be one more statement finding nothing.)
         record = IdempotencyRecord(
             business=business,
             environment=environment,
@@ -139,7 +137,7 @@ def create_batch(
         quoted_prices = quote.decimal_prices() if quote else None
         # Decided against a snapshot, then written under the account lock, which re-checks
         # what another batch of this account may have changed meanwhile.
-        state = read_state(business, environment, batch)
+        state = read_state(business, environment, batch, taken=False)
         decisions = decide_batch(batch, pins, state, now, quoted_prices)
         write_batch(row, decisions, now=now, base_url=base_url)
         if quote is not None and row.accepted and not _use_quote(quote, row):
@@ -211,18 +209,6 @@ def places_of(batch: BatchIn) -> list[Place]:
     return [g.pickup.place for g in groups] + [d.place for g in groups for d in g.drops]
 
 
-def find_replay(business, environment, key, fingerprint) -> BatchResult | None:
-    """The committed answer for this Idempotency-Key, if there is one."""
-    stored = (
-        IdempotencyRecord.objects.filter(business=business, environment=environment, key=key)
-        .select_related("batch")
-        .first()
-    )
-    if stored is None or stored.batch is None:
-        return None
-    return _replay_of(stored, fingerprint)
-
-
 def replay_for_key(business, environment, key, fingerprint) -> BatchResult:
     stored = IdempotencyRecord.objects.select_related("batch").get(
         business=business, environment=environment, key=key
@@ -241,8 +227,14 @@ def locate_places(batch: BatchIn) -> dict[str, Pin | None]:
     return geocode_addresses(addresses_to_geocode(places_of(batch)))
 
 
-def read_state(business: Business, environment: str, batch: BatchIn) -> AccountState:
-    """What the rules need, read without a lock: coverage, plan, balance, taken ids."""
+def read_state(
+    business: Business, environment: str, batch: BatchIn, *, taken: bool = True
+) -> AccountState:
+    """What the rules need, read without a lock: coverage, plan, balance, taken ids.
+
+    With taken=False no id is looked up: a batch lets the database's unique index say
+    whether one is taken (write_batch), a quote must ask.
+    """
     return AccountState(
         coverage=load_coverage(),
         plan=business.pricing_plan,
@@ -250,7 +242,9 @@ def read_state(business: Business, environment: str, batch: BatchIn) -> AccountS
         balance=read_balance(business=business, environment=environment),
         taken=taken_ids(
             business, environment, [d.client_order_id for g in batch.groups for d in g.drops]
-        ),
+        )
+        if taken
+        else frozenset(),
     )
 
 
@@ -267,22 +261,36 @@ def taken_ids(business: Business, environment: str, ids: list[str]) -> frozenset
 
 
 def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: str) -> None:
-    """Take the account lock, re-check rules 7–8 if the account moved, write every row."""
+    """Take the account lock, re-decide rules 7–8 where the account moved, write every row.
+
+    The batch was decided as if none of its client_order_ids were taken (read_state with
+    taken=False): looking 1000 ids up costs more than writing them. The partial unique index
+    `client_order_id_active_once` checks them as the drops go in; when it refuses one, the
+    write is rolled back to a savepoint and done again with the ids that are taken, read
+    under the lock. A drop refused for its balance is looked up first, as rule 7 comes
+    before rule 8. Either way the answer is exactly what checking first would have given.
+    """
     business, environment = row.business, row.environment
     # From here on we hold the account lock (see Till): no other batch of this business
     # and environment can debit or take a client_order_id until we commit.
     till = open_till(business=business, environment=environment)
     seen = decisions.state
-    taken = taken_ids(business, environment, [d.drop.client_order_id for d in decisions.drops])
-    balance = till.wallet.balance
-    if taken != seen.taken or balance != seen.balance:
-        # Another batch of this account committed since the snapshot: decide 7–8 again.
-        decisions = decide_charges(decisions, replace(seen, taken=taken, balance=balance))
-    written = _rows_of(row, decisions, till, now)
-    insert_rows(Order, ORDER_FIELDS, written.orders, json_fields=("pickup_address",))
-    insert_rows(Drop, DROP_FIELDS, written.drops, json_fields=("address",))
-    insert_rows(DeliveryEvent, EVENT_FIELDS, written.events)
-    till.settle(at=now)
+    if till.wallet.balance != seen.balance:
+        # Money moved since the snapshot (another batch, a top-up, a refund): rule 8 again.
+        decisions = decide_charges(decisions, replace(seen, balance=till.wallet.balance))
+    if any(d.reason is Reason.INSUFFICIENT_BALANCE for d in decisions.drops):
+        written = _write_drops(row, _with_taken_ids(decisions, till), till, now)
+    else:
+        try:
+            with transaction.atomic():  # a savepoint
+                written = _write_drops(row, decisions, till, now)
+        except IntegrityError:
+            till.charges.clear()
+            exact = _with_taken_ids(decisions, till)
+            if not exact.state.taken:
+                raise  # no id is taken: a fault, not a decision
+            written = _write_drops(row, exact, till, now)
+    till.settle(batch_id=row.pk, at=now)
     if written.scenarios_from is not None:
         # The sandbox test driver takes them from here (tracking/scenarios.py), in a task
         # committed with this batch.
@@ -305,6 +313,7 @@ def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: st
         "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
         "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
     }
+    # The answer is made once, as bytes: stored for replays and sent as it is.
     row.response = success_body(
         {
             "batch_id": summary["batch_id"],
@@ -334,6 +343,22 @@ def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: st
     )
 
 
+def _with_taken_ids(decisions: Decisions, till: Till) -> Decisions:
+    """Rules 7–8 again, knowing which ids active drops hold (read under the account lock)."""
+    ids = [d.drop.client_order_id for d in decisions.drops]
+    taken = taken_ids(till.business, till.environment, ids)
+    state = replace(decisions.state, taken=taken, balance=till.wallet.balance)
+    return decide_charges(decisions, state)
+
+
+def _write_drops(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Written:
+    """The batch's orders and drops, one COPY each; a drop's creation is its row, no event."""
+    written = _rows_of(row, decisions, till, now)
+    insert_rows(Order, ORDER_FIELDS, written.orders)
+    insert_rows(Drop, DROP_FIELDS, written.drops)
+    return written
+
+
 ORDER_FIELDS = (
     "id", "batch_id", "business_id", "environment", "pickup_name", "pickup_phone",
     "pickup_lat", "pickup_long", "pickup_address", "pickup_resolved", "pickup_scheduled_at",
@@ -345,7 +370,6 @@ DROP_FIELDS = (
     "resolved", "status", "price", "currency", "created_at", "updated_at", "tracking_token",
     "dropoff_pin", "sandbox_scenario", "scenario_next_at",
 )  # fmt: skip
-EVENT_FIELDS = ("drop_id", "status", "at", "actor")
 
 
 @dataclass(slots=True)
@@ -355,19 +379,27 @@ class Written:
     results: list[dict]
     orders: list[tuple]
     drops: list[tuple]
-    events: list[tuple]
     scenarios_from: datetime | None = None  # when the first scenario step is due, if any
 
 
 def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Written:
     """Ids for what was accepted, one tuple per row to COPY, one result entry per drop."""
-    business_id, environment, currency = row.business_id, row.environment, settings.CURRENCY
-    written = Written([], [], [], [])
-    order_of_group: dict[int, uuid.UUID] = {}
+    # Ids as text: COPY and the answer both want text, once per batch rather than per row.
+    business_id, batch_id = str(row.business_id), str(row.pk)
+    environment, currency = row.environment, settings.CURRENCY
+    written = Written([], [], [])
+    groups = decisions.batch.groups
+    # Ids and tokens for every drop at once (core/ids.py); rejected drops leave theirs unused.
+    count = len(decisions.drops)
+    drop_ids, tokens = uuid7_texts(count), url_tokens(count)
+    order_ids = uuid7_texts(len(groups))
+    link = tracking_url("")
     first_step = now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
-    for decision in decisions.drops:
+    ordered: set[int] = set()
+    charge = till.record
+    for n, decision in enumerate(decisions.drops):
         drop = decision.drop
-        if not decision.accepted:
+        if decision.reason is not None:
             written.results.append(
                 {
                     "client_order_id": drop.client_order_id,
@@ -378,42 +410,46 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
                 }
             )
             continue
-        pickup, located, price = decision.pickup, decision.located, decision.price
-        group_pickup = decisions.batch.groups[decision.group].pickup
-        initial = DropStatus.SCHEDULED if group_pickup.scheduled_at else DropStatus.PENDING
-        order_id = order_of_group.get(decision.group)
-        if order_id is None:
-            order_id = order_of_group[decision.group] = uuid.uuid4()
+        pickup, located, price, group = (
+            decision.pickup,
+            decision.located,
+            decision.price,
+            decision.group,
+        )
+        group_pickup = groups[group].pickup
+        order_id = order_ids[group]
+        if group not in ordered:
+            ordered.add(group)
             written.orders.append((
-                order_id, row.pk, business_id, environment, group_pickup.name,
+                order_id, batch_id, business_id, environment, group_pickup.name,
                 group_pickup.phone, pickup.pin[0], pickup.pin[1], group_pickup.place.address,
                 pickup.resolved, group_pickup.scheduled_at, now,
             ))  # fmt: skip
-        drop_id = uuid.uuid4()
-        till.record(drop_id, price)
-        token = new_tracking_token()
+        drop_id, token = drop_ids[n], tokens[n]
+        charge(drop_id, price)
         pin = new_pin() if drop.wants_pin else None
-        walks = drop.scenario not in (None, SandboxScenario.MANUAL)
+        walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
         if walks:
             written.scenarios_from = first_step
         written.drops.append((
-            drop_id, order_id, row.pk, business_id, environment, drop.client_order_id,
+            drop_id, order_id, batch_id, business_id, environment, drop.client_order_id,
             drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
-            drop.place.address, located.resolved, initial, price, currency, now, now, token,
-            pin, drop.scenario, first_step if walks else None,
+            drop.place.address, located.resolved,
+            initial_status(scheduled=group_pickup.scheduled_at is not None), price, currency,
+            now, now, token, pin, drop.scenario, first_step if walks else None,
         ))  # fmt: skip
-        written.events.append((drop_id, initial, now, CREATION_ACTOR))
         entry = {
             "client_order_id": drop.client_order_id,
             "external_waybill": drop.external_waybill,
             "status": "accepted",
-            "pass_order_id": str(order_id),
-            "drop_id": str(drop_id),
+            "pass_order_id": order_id,
+            "drop_id": drop_id,
             "price": money(price),
             "currency": currency,
-            "tracking_url": tracking_url(token),
-            **decision.resolved_pins(),
+            "tracking_url": link + token,
         }
+        if located.resolved or pickup.resolved:
+            entry |= decision.resolved_pins()
         if pin is not None:
             entry["dropoff_pin"] = pin
         written.results.append(entry)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.db import connection
 
 from billing.models import LedgerEntry
-from orders.models import Batch, DeliveryEvent, Drop, IdempotencyRecord, Order
+from orders.models import Batch, DeliveryEvent, Drop, DropStatus, IdempotencyRecord, Order
 
 # A gazetteer place of the demo region (DESIGN.md §8), as an address object.
 ROYAL_PALACE = {
@@ -68,6 +68,28 @@ def assert_nothing_stored() -> None:
     assert DeliveryEvent.objects.count() == 0
     assert IdempotencyRecord.objects.count() == 0
     assert LedgerEntry.objects.filter(kind="ORDER_DEBIT").count() == 0
+
+
+def timeline_of(drop_id) -> list[DeliveryEvent]:
+    """The drop's whole history, oldest first, checked against how it is stored (issue 18).
+
+    Its creation is no row: the initial status (SCHEDULED when its order's pickup was
+    scheduled, else PENDING) at the drop's created_at, by "api". Every later entry is a
+    stored DeliveryEvent, one per move, in (at, id) order, and no row copies the creation.
+    """
+    drop = Drop.objects.select_related("order").get(pk=drop_id)
+    created, *moves = drop.timeline()
+    initial = DropStatus.SCHEDULED if drop.order.pickup_scheduled_at else DropStatus.PENDING
+    assert (created.pk, created.status, created.at, created.actor) == (
+        None,
+        initial,
+        drop.created_at,
+        "api",
+    )
+    stored = list(DeliveryEvent.objects.filter(drop_id=drop.pk).order_by("at", "id"))
+    assert [m.pk for m in moves] == [e.pk for e in stored]
+    assert not any(e.actor == "api" and e.at == drop.created_at for e in stored), stored
+    return [created, *moves]
 
 
 CONCURRENCY_WAIT_SECONDS = 30

@@ -19,6 +19,50 @@ from orders.models import DropStatus
 FINISHED = frozenset({DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED})
 
 
+class EtaModel:
+    """The model's settings, read once for a whole listing of entries."""
+
+    __slots__ = ("dispatch", "handling", "speed_kmh", "texts")
+
+    def __init__(self) -> None:
+        self.speed_kmh = settings.COURIER_SPEED_KMH
+        self.handling = timedelta(minutes=settings.HANDLING_MINUTES)
+        self.dispatch = timedelta(minutes=settings.DISPATCH_MINUTES)
+        # The drops of one batch share their pickup time: its text is made once.
+        self.texts: dict[datetime, str] = {}
+
+    def _text(self, moment: datetime) -> str:
+        text = self.texts.get(moment)
+        if text is None:
+            text = self.texts[moment] = iso_z(moment)
+        return text
+
+    def of(
+        self,
+        *,
+        status: str,
+        pickup_time: datetime,
+        picked_up_at: datetime | None,
+        km: float,
+        now: datetime,
+    ) -> dict | None:
+        """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop."""
+        if status in FINISHED:
+            return None
+        travel = timedelta(hours=km / self.speed_kmh)
+        handling = self.handling
+        if picked_up_at is not None:
+            return {
+                "pickup_at": self._text(picked_up_at),
+                "dropoff_at": iso_z(max(picked_up_at + travel + handling, now)),
+            }
+        pickup_at = max(pickup_time + self.dispatch, now)
+        return {
+            "pickup_at": self._text(pickup_at),
+            "dropoff_at": iso_z(pickup_at + handling + travel + handling),
+        }
+
+
 def eta_of(
     *,
     status: str,
@@ -28,17 +72,6 @@ def eta_of(
     now: datetime,
 ) -> dict | None:
     """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop."""
-    if status in FINISHED:
-        return None
-    travel = timedelta(hours=km / settings.COURIER_SPEED_KMH)
-    handling = timedelta(minutes=settings.HANDLING_MINUTES)
-    if picked_up_at is not None:
-        return {
-            "pickup_at": iso_z(picked_up_at),
-            "dropoff_at": iso_z(max(picked_up_at + travel + handling, now)),
-        }
-    pickup_at = max(pickup_time + timedelta(minutes=settings.DISPATCH_MINUTES), now)
-    return {
-        "pickup_at": iso_z(pickup_at),
-        "dropoff_at": iso_z(pickup_at + handling + travel + handling),
-    }
+    return EtaModel().of(
+        status=status, pickup_time=pickup_time, picked_up_at=picked_up_at, km=km, now=now
+    )

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 from django.db.models import Sum
 
-from billing.models import LedgerEntry, Wallet
+from billing.models import EntryKind, LedgerEntry, Wallet
+from orders.models import Batch, Drop
 
 
 def wallet_of(tenant, environment: str = "sandbox") -> Wallet:
@@ -29,6 +30,36 @@ def assert_ledger_consistent(tenant, environment: str = "sandbox") -> Decimal:
         assert entry.balance_after == running, f"{entry} breaks the balance_after chain"
         assert entry.balance_after >= 0
     return wallet.balance
+
+
+def batch_debit(batch_id) -> LedgerEntry:
+    """The one ORDER_DEBIT that charges a batch's drops (issue 18), checked.
+
+    It names the batch and no drop, is minus the sum of the prices of the batch's drops,
+    says how many they are, and was made by no person.
+    """
+    debit = LedgerEntry.objects.get(kind=EntryKind.ORDER_DEBIT, batch_id=batch_id)
+    drops = Drop.objects.filter(batch_id=batch_id)
+    count = drops.count()
+    assert count > 0, "a batch that accepted nothing is charged nothing"
+    assert debit.drop_id is None
+    assert debit.actor_id is None
+    assert debit.amount == -drops.aggregate(total=Sum("price"))["total"]
+    assert debit.note == ("1 drop" if count == 1 else f"{count} drops")
+    return debit
+
+
+def assert_debited_per_batch(tenant, environment: str = "sandbox") -> list[LedgerEntry]:
+    """Each batch of this wallet account that accepted drops is charged by exactly one
+    ORDER_DEBIT (batch_debit); a batch that accepted none by none. Returns them by id."""
+    wallet = wallet_of(tenant, environment)
+    debits = list(wallet.entries.filter(kind=EntryKind.ORDER_DEBIT).order_by("id"))
+    batches = Batch.objects.filter(business=tenant.business, environment=environment)
+    charged = [b.pk for b in batches if Drop.objects.filter(batch=b).exists()]
+    assert sorted(str(d.batch_id) for d in debits) == sorted(str(pk) for pk in charged)
+    for debit in debits:
+        assert batch_debit(debit.batch_id).pk == debit.pk
+    return debits
 
 
 def prices(response) -> list[str | None]:

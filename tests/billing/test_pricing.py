@@ -11,7 +11,7 @@ from billing.models import EntryKind, LedgerEntry, PricingPlan
 from billing.services import price_for
 from geo.geometry import haversine_km
 from orders.models import Drop
-from tests.billing.helpers import outcomes, prices, wallet_of
+from tests.billing.helpers import batch_debit, outcomes, prices, wallet_of
 from tests.factories import SHOP, batch, drop, group
 
 # Two pins inside the demo area exactly 0.1° of latitude apart: 6371.0 × π / 1800 km.
@@ -115,8 +115,10 @@ def test_with_generous_included_km_every_drop_costs_the_base_fee(
 
     assert prices(response) == ["3.45", "3.45", "3.45"]
     assert set(Drop.objects.values_list("price", flat=True)) == {Decimal("3.45")}
-    debits = LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT)
-    assert sorted(debits.values_list("amount", flat=True)) == [Decimal("-3.45")] * 3
+    # One debit for the batch (issue 18): the three base fees.
+    debit = LedgerEntry.objects.get(kind=EntryKind.ORDER_DEBIT)
+    assert debit == batch_debit(response.json()["data"]["batch_id"])
+    assert debit.amount == Decimal("-3.45") * 3
     tracked = api.track(["I-1", "I-2", "I-3"], tenant.sandbox_key).json()["data"]["orders"]
     assert [t["price"] for t in tracked] == ["3.45", "3.45", "3.45"]
 

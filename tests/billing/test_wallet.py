@@ -9,10 +9,18 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from billing import services as billing_services
 from billing.models import EntryKind, LedgerEntry, Wallet
-from billing.services import BillingError, Till, post_wallet_entry, sandbox_top_up
+from billing.services import BillingError, post_wallet_entry, sandbox_top_up
 from orders.models import Batch, BatchStatus, DeliveryEvent, Drop, DropStatus, Order
-from tests.billing.helpers import assert_ledger_consistent, outcomes, prices, wallet_of
+from tests.billing.helpers import (
+    assert_debited_per_batch,
+    assert_ledger_consistent,
+    batch_debit,
+    outcomes,
+    prices,
+    wallet_of,
+)
 from tests.factories import SHOP, batch, drop, group, many_drops
 
 # With base 1.00 + 1.00/km: a drop at the shop costs 1.00, at HOME (1.66 km) 2.66,
@@ -61,11 +69,14 @@ def test_balance_running_out_midway_accepts_earlier_drops_and_rejects_later_in_o
     assert all(o["message"] and "drop_id" not in o for o in rejected)
     assert sorted(Drop.objects.values_list("client_order_id", flat=True)) == ["W-1", "W-2", "W-5"]
     assert assert_ledger_consistent(tenant) == Decimal("0.34")
-    assert [(e.drop.client_order_id, e.amount, e.balance_after) for e in debits()] == [
-        ("W-1", Decimal("-2.66"), Decimal("2.34")),
-        ("W-2", Decimal("-1.00"), Decimal("1.34")),
-        ("W-5", Decimal("-1.00"), Decimal("0.34")),
-    ]
+    # One debit for the batch: W-1 + W-2 + W-5 = 2.66 + 1.00 + 1.00 (issue 18).
+    debit = batch_debit(data["batch_id"])
+    assert list(debits()) == [debit]
+    assert (debit.amount, debit.balance_after, debit.note) == (
+        Decimal("-4.66"),
+        Decimal("0.34"),
+        "3 drops",
+    )
 
 
 def test_drop_rejected_for_balance_leaves_its_client_order_id_free_after_a_top_up(
@@ -136,20 +147,29 @@ def test_earlier_rules_win_over_insufficient_balance_and_rejected_drops_cost_not
     assert debits().count() == 1
 
 
-def test_each_order_debit_references_its_drop_and_is_minus_its_price(open_for_business, alice, api):
+def test_the_order_debit_references_its_batch_and_is_minus_its_drops_prices(
+    open_for_business, alice, api
+):
     response = api.bulk(
         batch(group(drop("L-1"), drop("L-2", **FAR)), group(drop("L-3", **SHOP))),
         alice.sandbox_key,
     )
 
-    accepted = response.json()["data"]["orders"]
+    data = response.json()["data"]
+    accepted = data["orders"]
     entries = list(debits())
-    assert [str(e.drop_id) for e in entries] == [o["drop_id"] for o in accepted]
-    for entry in entries:
-        assert entry.amount == -entry.drop.price
-        assert entry.actor is None
-        assert entry.wallet == wallet_of(alice, "sandbox")
-    assert assert_ledger_consistent(alice) == Decimal("100.00") + sum(e.amount for e in entries)
+    assert entries == [batch_debit(data["batch_id"])]
+    (entry,) = entries
+    assert str(entry.batch_id) == data["batch_id"]
+    assert entry.drop_id is None
+    assert entry.amount == -sum(Decimal(o["price"]) for o in accepted)
+    assert entry.note == "3 drops"
+    assert sorted(
+        str(pk) for pk in Drop.objects.filter(batch_id=entry.batch_id).values_list("pk", flat=True)
+    ) == sorted(o["drop_id"] for o in accepted)
+    assert entry.actor is None
+    assert entry.wallet == wallet_of(alice, "sandbox")
+    assert assert_ledger_consistent(alice) == Decimal("100.00") + entry.amount
 
 
 def test_sandbox_batches_debit_only_the_sandbox_wallet(open_for_business, alice, api):
@@ -169,7 +189,8 @@ def test_replay_with_the_same_key_never_charges_twice(open_for_business, alice, 
     assert all(r.headers["Idempotent-Replayed"] == "true" for r in again)
     assert {r.content for r in again} == {first.content}
     assert wallet_of(alice).balance == balance == Decimal("100.00") - 2 * Decimal("2.83")
-    assert debits().count() == 2
+    assert list(debits()) == [batch_debit(first.json()["data"]["batch_id"])]
+    assert debits().get().amount == -2 * Decimal("2.83")
     assert_ledger_consistent(alice)
 
 
@@ -230,7 +251,7 @@ def test_crash_mid_batch_leaves_nothing_behind_and_the_retry_is_processed_fresh(
 
     with monkeypatch.context() as patched:
         # The ledger write runs after the drops are written in the same transaction.
-        patched.setattr(Till, "_debit_wallet", crash)
+        patched.setattr(billing_services, "append_entries", crash)
         crashed = api.bulk(body, alice.sandbox_key, key)
 
     assert crashed.status_code == 500
@@ -248,6 +269,7 @@ def test_crash_mid_batch_leaves_nothing_behind_and_the_retry_is_processed_fresh(
     assert "Idempotent-Replayed" not in retry.headers
     assert outcomes(retry) == ["accepted", "accepted"]
     assert assert_ledger_consistent(alice) == Decimal("94.34")
+    assert list(debits()) == [batch_debit(retry.json()["data"]["batch_id"])]
 
 
 def test_debits_of_a_batch_cost_the_same_queries_for_1_and_for_40_drops(
@@ -261,7 +283,9 @@ def test_debits_of_a_batch_cost_the_same_queries_for_1_and_for_40_drops(
     with CaptureQueriesContext(connection) as forty:
         api.bulk(many_drops(40, "FORTY"), tenant.sandbox_key)
 
-    assert debits().count() == 42
+    # One debit per batch, whatever its size (issue 18).
+    assert len(assert_debited_per_batch(tenant)) == debits().count() == 3
+    assert batch_debit(Batch.objects.get(accepted=40).pk).note == "40 drops"
     assert len(forty) == len(one)
 
 

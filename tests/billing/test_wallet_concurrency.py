@@ -14,7 +14,7 @@ import pytest
 from billing.models import EntryKind, Invoice, InvoiceLine, LedgerEntry
 from billing.services import BillingError, post_wallet_entry
 from orders.models import Drop, DropStatus
-from tests.billing.helpers import assert_ledger_consistent, outcomes
+from tests.billing.helpers import assert_debited_per_batch, assert_ledger_consistent, outcomes
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
 from tests.helpers import run_concurrently
@@ -53,9 +53,11 @@ def test_thirty_concurrent_batches_against_a_wallet_for_ten_accept_exactly_ten(
     debits = LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT)
     assert debits.count() == 10
     assert set(debits.values_list("amount", flat=True)) == {Decimal("-2.00")}
-    assert set(debits.values_list("drop_id", flat=True)) == set(
-        Drop.objects.values_list("pk", flat=True)
+    # One debit per batch that accepted its drop, naming that batch (issue 18).
+    assert set(debits.values_list("batch_id", flat=True)) == set(
+        Drop.objects.values_list("batch_id", flat=True)
     )
+    assert len(assert_debited_per_batch(tenant)) == 10
     assert assert_ledger_consistent(tenant) == Decimal("0.00")
 
 

@@ -16,7 +16,7 @@ from core import writes
 from events.models import Delivery, Event, EventType, WebhookEndpoint
 from orders.models import DeliveryEvent, Drop
 from tests.factories import batch, drop, group, many_drops
-from tests.tracking.helpers import THIS_AFTERNOON, advance, cancel, entries, place
+from tests.tracking.helpers import THIS_AFTERNOON, advance, cancel, entries, history_of, place
 from tracking.services import dispatch_due_orders
 
 SIEM_REAP = {"lat": 13.4125, "long": 103.8670}
@@ -158,7 +158,14 @@ def test_a_refused_move_is_no_event(open_for_business, alice, api):
     before = Event.objects.count()
     advance(api, alice.sandbox_key, "R-1")  # already delivered: ILLEGAL_TRANSITION
     assert Event.objects.count() == before
-    assert DeliveryEvent.objects.filter(drop__client_order_id="R-1").count() == 4
+    # Three moves stored; the creation is the drop row itself (issue 18).
+    assert DeliveryEvent.objects.filter(drop__client_order_id="R-1").count() == 3
+    assert history_of(Drop.objects.get(client_order_id="R-1").pk) == [
+        "PENDING",
+        "ASSIGNED",
+        "PICKED_UP",
+        "DELIVERED",
+    ]
 
 
 # --- money -------------------------------------------------------------------------------------

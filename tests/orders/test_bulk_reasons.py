@@ -11,7 +11,7 @@ from core.formats import money
 from geo.models import ServiceArea
 from orders.models import Batch, BatchStatus, DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import HOME, SHOP, batch, drop, group
-from tests.helpers import ROYAL_PALACE
+from tests.helpers import ROYAL_PALACE, timeline_of
 
 ANGKOR_WAT = {"lat": 13.4125, "long": 103.8670}
 CENTRAL_MARKET = {
@@ -486,7 +486,9 @@ def test_accepted_entries_match_the_stored_drops(open_for_business, alice, api):
         assert stored.status == DropStatus.PENDING
         assert stored.environment == "sandbox"
         assert stored.business == alice.business
-        assert list(stored.events.values_list("status", flat=True)) == [DropStatus.PENDING]
+        # Its creation is the drop row itself, no event row (issue 18).
+        assert not stored.events.exists()
+        assert [e.status for e in timeline_of(stored.pk)] == [DropStatus.PENDING]
     assert data["orders"][0]["external_waybill"] == "WB-9"
     assert data["orders"][1]["external_waybill"] is None
 
@@ -529,7 +531,10 @@ def test_batch_with_every_drop_accepted_is_completed(open_for_business, alice, a
     assert data["counts"] == {"total": 3, "accepted": 3, "rejected": 0}
     assert Batch.objects.get().status == BatchStatus.COMPLETED
     assert Drop.objects.count() == 3
-    assert DeliveryEvent.objects.count() == 3
+    # A drop's creation is no event row: each timeline starts with it (issue 18).
+    assert DeliveryEvent.objects.count() == 0
+    for stored in Drop.objects.all():
+        assert [e.status for e in timeline_of(stored.pk)] == [DropStatus.PENDING]
 
 
 def test_batch_with_no_drop_accepted_is_failed_and_still_stored(open_for_business, alice, api):

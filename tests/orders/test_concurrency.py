@@ -20,6 +20,7 @@ from django.db.models import Sum
 
 from billing.models import EntryKind, LedgerEntry, Wallet
 from orders.models import ACTIVE_STATUSES, Batch, Drop, IdempotencyRecord
+from tests.billing.helpers import assert_debited_per_batch, batch_debit
 from tests.factories import batch, drop, group
 from tests.fixtures import Api
 from tests.helpers import in_own_connection, wait_until
@@ -90,7 +91,9 @@ def test_concurrent_identical_requests_process_the_batch_once(
     assert Batch.objects.count() == 1
     assert IdempotencyRecord.objects.get().batch == Batch.objects.get()
     assert Drop.objects.count() == 2
-    assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT).count() == 2
+    # The batch's two drops are charged once, by one debit for the batch (issue 18).
+    assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT).count() == 1
+    assert batch_debit(Batch.objects.get().pk).note == "2 drops"
     assert_wallet_consistent(alice)
 
 
@@ -154,7 +157,9 @@ def test_concurrent_batches_of_one_account_all_succeed_and_the_money_adds_up(
     assert Drop.objects.count() == 30
     assert Drop.objects.aggregate(total=Sum("price"))["total"] == charged
     assert assert_wallet_consistent(alice) == start - charged
-    assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT).count() == 30
+    # One debit per batch, each minus its own three drops' prices (issue 18).
+    assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT).count() == 10
+    assert len(assert_debited_per_batch(alice)) == 10
 
 
 def test_wallet_never_overdraws_under_concurrent_batches(

@@ -22,7 +22,8 @@ from django_tasks_db.models import DBTaskResult
 from core.models import PeriodicSlot
 from core.schedule import MINUTE, SCHEDULE
 from core.scheduler import enqueue_due_jobs
-from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from orders.models import Drop, DropStatus, Order
+from tests.helpers import timeline_of
 from tests.reliability.batch_hold import HoldPoint, activity, backend_alive
 from tests.reliability.gunicorn_server import wait_for
 from tests.tracking.helpers import drop_in
@@ -50,9 +51,8 @@ def due_drop(make_tenant) -> Drop:
 
 
 def statuses_of(drop: Drop) -> list[str]:
-    return list(
-        DeliveryEvent.objects.filter(drop=drop).order_by("at").values_list("status", flat=True)
-    )
+    """The drop's whole history: its creation (no row, issue 18), then its stored moves."""
+    return [event.status for event in timeline_of(drop.pk)]
 
 
 def waiting_backends() -> list[tuple[int, str]]:

@@ -10,8 +10,9 @@ from datetime import timedelta
 from django.utils import timezone
 
 from billing.models import LedgerEntry, Wallet
-from orders.models import Batch, DeliveryEvent, Drop, Order
+from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import SHOP, batch, drop, group
+from tests.helpers import timeline_of
 from tracking.lifecycle import is_legal
 
 # The fixture clock starts at 2026-11-23 03:00 UTC (Monday 10:00 in Phnom Penh) and ticks.
@@ -52,12 +53,18 @@ def error_code(entry: dict) -> str | None:
 
 
 def statuses_of(drop_id) -> list[str]:
+    """The statuses of the drop's stored events (its moves: its creation is no row)."""
     return list(DeliveryEvent.objects.filter(drop_id=drop_id).values_list("status", flat=True))
 
 
+def history_of(drop_id) -> list[str]:
+    """Every status the drop has had: its creation, then one per move (timeline_of checks)."""
+    return [event.status for event in timeline_of(drop_id)]
+
+
 def assert_legal_history(drop_id) -> None:
-    """Every event is a legal step from the one before, and the drop ends where they end."""
-    history = statuses_of(drop_id)
+    """Every status is a legal step from the one before, and the drop ends where they end."""
+    history = history_of(drop_id)
     for before, after in zip(history, history[1:], strict=False):
         assert is_legal(before, after), history
     assert Drop.objects.get(pk=drop_id).status == history[-1]
@@ -68,7 +75,11 @@ def ledger_sum(wallet: Wallet):
 
 
 def drop_in(status: str, *, business, environment: str = "sandbox", client_order_id=None) -> Drop:
-    """A drop written straight to the database in `status`, with its creation event."""
+    """A drop written straight to the database in `status`, with its history.
+
+    Its creation is the row itself (issue 18): SCHEDULED drops get a scheduled pickup, so
+    that is their first status; any status past PENDING is one stored move from PENDING.
+    """
     now = timezone.now()
     row = Batch.objects.create(
         business=business,
@@ -85,6 +96,7 @@ def drop_in(status: str, *, business, environment: str = "sandbox", client_order
         pickup_phone="+85512345678",
         pickup_lat=SHOP["lat"],
         pickup_long=SHOP["long"],
+        pickup_scheduled_at=now + timedelta(hours=1) if status == DropStatus.SCHEDULED else None,
         created_at=now,
     )
     created = Drop.objects.create(
@@ -92,7 +104,8 @@ def drop_in(status: str, *, business, environment: str = "sandbox", client_order
         batch=row,
         business=business,
         environment=environment,
-        client_order_id=client_order_id or f"D-{row.pk.hex[:10]}",
+        # The random end of the (time-ordered) batch id: two drops made in one millisecond differ.
+        client_order_id=client_order_id or f"D-{row.pk.hex[-10:]}",
         recipient_name="Recipient",
         recipient_phone="+85512345679",
         lat=11.5696,
@@ -103,7 +116,6 @@ def drop_in(status: str, *, business, environment: str = "sandbox", client_order
         created_at=now,
         updated_at=now,
     )
-    DeliveryEvent.objects.create(
-        drop=created, status=status, at=now - timedelta(seconds=1), actor="test"
-    )
+    if status not in (DropStatus.SCHEDULED, DropStatus.PENDING):
+        DeliveryEvent.objects.create(drop=created, status=status, at=now, actor="test")
     return created

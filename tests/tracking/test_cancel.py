@@ -17,9 +17,9 @@ from tests.tracking.helpers import (
     cancel,
     entries,
     error_code,
+    history_of,
     ledger_sum,
     place,
-    statuses_of,
 )
 from tracking import services
 from tracking.services import cancel_orders
@@ -62,7 +62,7 @@ def test_cancel_before_pickup_refunds_the_wallet_to_the_cent(open_for_business, 
     assert "error" not in entry
     assert entry["status"] == S.CANCELLED == Drop.objects.get(pk=drop_id).status
     assert entry["events"][-1]["status"] == S.CANCELLED
-    assert statuses_of(drop_id)[-1] == S.CANCELLED
+    assert history_of(drop_id)[-1] == S.CANCELLED
     event = DeliveryEvent.objects.filter(drop_id=drop_id).latest("id")
     assert event.actor.startswith("api key ")
     [refund] = refunds_of(drop_id)
@@ -76,7 +76,7 @@ def test_cancel_before_pickup_refunds_the_wallet_to_the_cent(open_for_business, 
 def test_cancel_after_pickup_or_at_the_end_is_refused(open_for_business, alice, api, status):
     drop_id = put_in(api, alice.sandbox_key, "C-1", status)
     wallet = wallet_of(alice, "sandbox")
-    balance, events = wallet.balance, statuses_of(drop_id)
+    balance, events = wallet.balance, history_of(drop_id)
     refunds = len(refunds_of(drop_id))
 
     entry = entries(cancel(api, alice.sandbox_key, "C-1"))["C-1"]
@@ -84,7 +84,7 @@ def test_cancel_after_pickup_or_at_the_end_is_refused(open_for_business, alice, 
     assert error_code(entry) == "NOT_CANCELLABLE"
     assert status in entry["error"]["message"]
     assert entry["status"] == status == Drop.objects.get(pk=drop_id).status
-    assert statuses_of(drop_id) == events
+    assert history_of(drop_id) == events
     assert len(refunds_of(drop_id)) == refunds  # one refund at most, from the first cancel
     wallet.refresh_from_db()
     assert wallet.balance == balance == ledger_sum(wallet)
@@ -201,7 +201,7 @@ def test_a_failed_refund_leaves_the_drop_uncancelled(open_for_business, alice, a
         )
 
     assert Drop.objects.get(pk=drop_id).status == S.ASSIGNED
-    assert statuses_of(drop_id) == [S.PENDING, S.ASSIGNED]
+    assert history_of(drop_id) == [S.PENDING, S.ASSIGNED]
     wallet.refresh_from_db()
     assert wallet.balance == balance
 
@@ -266,7 +266,7 @@ def test_a_sandbox_key_never_cancels_a_live_drop(open_for_business, alice, api):
     assert entry["drop_id"] == sandbox
     assert Drop.objects.get(pk=sandbox).status == S.CANCELLED
     assert Drop.objects.get(pk=live).status == S.PENDING
-    assert statuses_of(live) == [S.PENDING]
+    assert history_of(live) == [S.PENDING]
     live_wallet.refresh_from_db()
     assert live_wallet.balance == live_balance
     assert not LedgerEntry.objects.filter(wallet=live_wallet, kind=EntryKind.REFUND).exists()

@@ -19,9 +19,9 @@ from tests.tracking.helpers import (
     assert_legal_history,
     cancel,
     error_code,
+    history_of,
     ledger_sum,
     place,
-    statuses_of,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -67,14 +67,14 @@ def test_advance_and_cancel_racing_on_one_drop_have_exactly_one_winner(open_for_
             winners.append("cancel")
             assert "error" not in cancelled
             assert error_code(moved) == "ILLEGAL_TRANSITION"
-            assert statuses_of(drop_id) == [S.PENDING, S.ASSIGNED, S.CANCELLED]
+            assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.CANCELLED]
             assert [r.amount for r in refunds] == [drop.price]
         else:
             winners.append("advance")
             assert drop.status == S.PICKED_UP
             assert "error" not in moved
             assert error_code(cancelled) == "NOT_CANCELLABLE"
-            assert statuses_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP]
+            assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP]
             assert not refunds.exists()
             kept.append(drop.price)
         wallet = sandbox_wallet(alice)
@@ -102,7 +102,7 @@ def test_two_concurrent_one_step_advances_leave_a_legal_history(open_for_busines
         # or the same step written twice.
         assert [error_code(a) for a in answers] == [None, None]
         assert sorted(a["status"] for a in answers) == [S.ASSIGNED, S.PICKED_UP]
-        assert statuses_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP]
+        assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP]
         assert_legal_history(drop_id)
         assert Drop.objects.get(pk=drop_id).order.driver.is_sandbox_test_driver
 
@@ -124,7 +124,7 @@ def test_two_concurrent_cancels_refund_once(open_for_business, alice):
 
         codes = sorted(str(error_code(only_entry(a))) for a in answers)
         assert codes == ["NOT_CANCELLABLE", "None"]
-        assert statuses_of(drop_id) == [S.PENDING, S.CANCELLED]
+        assert history_of(drop_id) == [S.PENDING, S.CANCELLED]
         assert LedgerEntry.objects.filter(drop_id=drop_id, kind=EntryKind.REFUND).count() == 1
         wallet = sandbox_wallet(alice)
         assert wallet.balance == start == ledger_sum(wallet)

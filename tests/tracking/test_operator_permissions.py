@@ -8,7 +8,7 @@ from billing.models import EntryKind, LedgerEntry
 from orders.models import Drop, DropStatus, Order
 from tests.factories import DriverFactory
 from tests.operators import staff_client
-from tests.tracking.helpers import place, statuses_of
+from tests.tracking.helpers import history_of, place
 
 S = DropStatus
 ORDERS = "/admin/orders/order/"
@@ -54,7 +54,7 @@ def test_staff_who_may_only_look_gets_no_action_and_403(placed, driver, changeli
     response = post_action(viewer, changelist, action, placed, apply="1", driver=str(driver.pk))
 
     assert response.status_code == 403
-    assert statuses_of(placed) == [S.PENDING]
+    assert history_of(placed) == [S.PENDING]
     assert Drop.objects.get(pk=placed).order.driver is None
     assert LedgerEntry.objects.filter(kind=EntryKind.REFUND).count() == refunds
 
@@ -66,7 +66,7 @@ def test_dispatching_does_not_allow_cancelling(placed, changelist):
     assert offered(dispatcher, changelist) == set(DISPATCH)
     assert post_action(dispatcher, changelist, "mark_cancelled", placed).status_code == 403
 
-    assert statuses_of(placed) == [S.PENDING]
+    assert history_of(placed) == [S.PENDING]
     assert not LedgerEntry.objects.filter(kind=EntryKind.REFUND).exists()
 
 
@@ -79,7 +79,7 @@ def test_cancelling_does_not_allow_dispatching(placed, driver, changelist, actio
     response = post_action(canceller, changelist, action, placed, apply="1", driver=str(driver.pk))
 
     assert response.status_code == 403
-    assert statuses_of(placed) == [S.PENDING]
+    assert history_of(placed) == [S.PENDING]
 
 
 @pytest.mark.parametrize("changelist", [ORDERS, DROPS])
@@ -91,7 +91,7 @@ def test_an_operator_assigns_picks_up_and_delivers(placed, driver, changelist):
     post_action(operator, changelist, "mark_picked_up", placed)
     post_action(operator, changelist, "mark_delivered", placed, apply="1")
 
-    assert statuses_of(placed) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
+    assert history_of(placed) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
     assert Drop.objects.get(pk=placed).order.driver == driver
 
 
@@ -101,7 +101,7 @@ def test_an_operator_cancels_and_the_drop_is_refunded(placed, changelist):
 
     assert post_action(operator, changelist, "mark_cancelled", placed).status_code == 302
 
-    assert statuses_of(placed) == [S.PENDING, S.CANCELLED]
+    assert history_of(placed) == [S.PENDING, S.CANCELLED]
     assert LedgerEntry.objects.filter(kind=EntryKind.REFUND, drop_id=placed).count() == 1
 
 
@@ -110,4 +110,4 @@ def test_finance_cannot_see_or_move_drops(placed):
 
     assert finance.get(DROPS).status_code == 403
     assert post_action(finance, DROPS, "mark_cancelled", placed).status_code == 403
-    assert statuses_of(placed) == [S.PENDING]
+    assert history_of(placed) == [S.PENDING]

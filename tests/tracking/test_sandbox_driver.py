@@ -15,8 +15,8 @@ from tests.tracking.helpers import (
     cancel,
     entries,
     error_code,
+    history_of,
     place,
-    statuses_of,
 )
 
 S = DropStatus
@@ -41,7 +41,7 @@ def test_advance_moves_one_step_by_default(sandbox, api):
     assert "error" not in entry
     assert entry["status"] == S.ASSIGNED == status_of(ids["A-1"])
     assert [e["status"] for e in entry["events"]] == [S.PENDING, S.ASSIGNED]
-    assert statuses_of(ids["A-1"]) == [S.PENDING, S.ASSIGNED]
+    assert history_of(ids["A-1"]) == [S.PENDING, S.ASSIGNED]
     assert DeliveryEvent.objects.get(drop_id=ids["A-1"], status=S.ASSIGNED).actor == (
         "sandbox test driver"
     )
@@ -76,7 +76,7 @@ def test_to_walks_the_path_writing_every_intermediate_event_in_order(sandbox, ap
     expected = [S.SCHEDULED, S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
     assert entry["status"] == S.DELIVERED
     assert [e["status"] for e in entry["events"]] == expected
-    assert statuses_of(ids["S-1"]) == expected
+    assert history_of(ids["S-1"]) == expected
     assert status_of(ids["S-1"]) == S.DELIVERED
     assert entry["driver"] == TEST_DRIVER
 
@@ -87,7 +87,7 @@ def test_to_failed_goes_via_picked_up(sandbox, api):
     entry = entries(advance(api, sandbox, "F-1", to=S.FAILED))["F-1"]
 
     expected = [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.FAILED]
-    assert [e["status"] for e in entry["events"]] == expected == statuses_of(ids["F-1"])
+    assert [e["status"] for e in entry["events"]] == expected == history_of(ids["F-1"])
     assert status_of(ids["F-1"]) == S.FAILED
 
 
@@ -100,7 +100,7 @@ def test_steps_in_a_row_end_at_delivered_then_are_refused(sandbox, api):
 
     assert error_code(entry) == "ILLEGAL_TRANSITION"
     assert entry["status"] == S.DELIVERED
-    assert statuses_of(ids["A-1"]) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
+    assert history_of(ids["A-1"]) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
 
 
 @pytest.mark.parametrize(
@@ -123,14 +123,14 @@ def test_an_illegal_move_is_refused_per_identifier_while_others_move(sandbox, ap
     else:
         entries(advance(api, sandbox, "STUCK", to=setup.upper()))
     stuck_status = status_of(ids["STUCK"])
-    stuck_events = statuses_of(ids["STUCK"])
+    stuck_events = history_of(ids["STUCK"])
 
     answer = entries(advance(api, sandbox, "STUCK", "MOVER", to=to))
 
     assert error_code(answer["STUCK"]) == "ILLEGAL_TRANSITION"
     assert answer["STUCK"]["error"]["message"]
     assert answer["STUCK"]["status"] == stuck_status == status_of(ids["STUCK"])
-    assert statuses_of(ids["STUCK"]) == stuck_events
+    assert history_of(ids["STUCK"]) == stuck_events
     assert "error" not in answer["MOVER"]
     assert status_of(ids["MOVER"]) == answer["MOVER"]["status"] != S.SCHEDULED
 
@@ -153,7 +153,7 @@ def test_a_repeated_identifier_moves_once(sandbox, api):
     answer = advance(api, sandbox, "A-1", "A-1").json()["data"]["orders"]
 
     assert len(answer) == 1
-    assert statuses_of(ids["A-1"]) == [S.PENDING, S.ASSIGNED]
+    assert history_of(ids["A-1"]) == [S.PENDING, S.ASSIGNED]
 
 
 @pytest.mark.parametrize("to", ["CANCELLED", "SCHEDULED", "delivered", "bogus", "", 5, True])
@@ -203,7 +203,7 @@ def test_a_live_key_gets_403_sandbox_only_and_nothing_moves(open_for_business, a
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "SANDBOX_ONLY"
     assert status_of(ids["L-1"]) == S.PENDING
-    assert statuses_of(ids["L-1"]) == [S.PENDING]
+    assert history_of(ids["L-1"]) == [S.PENDING]
 
 
 def test_a_live_key_gets_403_even_for_a_malformed_body(open_for_business, alice, api):
@@ -222,7 +222,7 @@ def test_a_sandbox_key_never_moves_a_live_drop_with_the_same_id(open_for_busines
     assert entry["environment"] == "sandbox"
     assert status_of(sandbox["SAME"]) == S.DELIVERED
     assert status_of(live["SAME"]) == S.PENDING
-    assert statuses_of(live["SAME"]) == [S.PENDING]
+    assert history_of(live["SAME"]) == [S.PENDING]
     assert Order.objects.get(drops__pk=live["SAME"]).driver is None
     assert entries(api.track(["SAME"], alice.live_key))["SAME"]["status"] == S.PENDING
 
@@ -272,14 +272,14 @@ def test_run_test_driver_moves_sandbox_drops_two_steps_and_leaves_live_alone(
     call_command("run_test_driver", "--iterations", "2", "--interval", "0", stdout=out)
 
     assert status_of(sandbox["P-1"]) == status_of(sandbox["P-2"]) == S.PICKED_UP
-    assert statuses_of(sandbox["P-1"]) == [S.PENDING, S.ASSIGNED, S.PICKED_UP]
+    assert history_of(sandbox["P-1"]) == [S.PENDING, S.ASSIGNED, S.PICKED_UP]
     assert status_of(scheduled["S-1"]) == S.ASSIGNED
     assert status_of(almost["NEAR"]) == S.DELIVERED  # one step, then nothing left to do
-    assert statuses_of(almost["NEAR"])[-1] == S.DELIVERED
+    assert history_of(almost["NEAR"])[-1] == S.DELIVERED
     assert status_of(done["DONE"]) == S.CANCELLED
     for drop_id in live.values():
         assert status_of(drop_id) == S.PENDING
-        assert statuses_of(drop_id) == [S.PENDING]
+        assert history_of(drop_id) == [S.PENDING]
         assert Order.objects.get(drops__pk=drop_id).driver is None
     for drop_id in [*sandbox.values(), *scheduled.values(), *almost.values()]:
         assert_legal_history(drop_id)

@@ -28,8 +28,8 @@ from tests.tracking.helpers import (
     advance,
     assert_legal_history,
     cancel,
+    history_of,
     ledger_sum,
-    statuses_of,
 )
 from tests.webhook_receiver import start_receiver, webhook_receiver
 from tests.workers import db_worker
@@ -91,7 +91,7 @@ def test_deliver_walks_to_delivered_one_step_each_time_with_the_courier_moving(s
     ]
     done = row(drop_id)
     assert done.scenario_next_at is None
-    assert statuses_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
+    assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
     assert_legal_history(drop_id)
     entry = entries_by_drop_id([drop_id])[drop_id]
     assert entry["proof_of_delivery"]["method"] == "pin"  # the test driver had the PIN
@@ -103,7 +103,7 @@ def test_deliver_walks_to_delivered_one_step_each_time_with_the_courier_moving(s
     assert [e.data["status"] for e in changes] == [S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
     assert [e.data["sequence"] for e in changes] == [2, 3, 4]
     step(clock, 2)  # a finished scenario stays finished
-    assert statuses_of(drop_id)[-1] == S.DELIVERED and len(statuses_of(drop_id)) == 4
+    assert history_of(drop_id)[-1] == S.DELIVERED and len(history_of(drop_id)) == 4
 
 
 def test_fail_ends_failed_recipient_unavailable_and_stays_charged(sandbox, api, clock, alice):
@@ -127,7 +127,7 @@ def test_cancel_by_courier_cancels_after_assigned_and_refunds(sandbox, api, cloc
 
     step(clock, 2)
 
-    assert statuses_of(drop_id) == [S.PENDING, S.ASSIGNED, S.CANCELLED]
+    assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.CANCELLED]
     after = Wallet.objects.get(pk=wallet.pk)
     assert after.balance == before == ledger_sum(after)
     assert row(drop_id).scenario_next_at is None and row(drop_id).courier_progress is None
@@ -275,7 +275,7 @@ def test_a_scenario_goes_on_after_its_worker_is_killed(make_tenant, api, tmp_pat
     for drop_id in ids.values():
         assert_legal_history(drop_id)
         # No step taken twice, whatever the kill interrupted.
-        assert len(statuses_of(drop_id)) == len(set(statuses_of(drop_id)))
+        assert len(history_of(drop_id)) == len(set(history_of(drop_id)))
 
 
 def worker_env(tmp_path) -> dict[str, str]:
