@@ -15,21 +15,18 @@ EMPTY = "–"
 
 def when(value: datetime | None) -> SafeString | str:
     """A moment as "Y-m-d H:i", local time; the exact instant in the <time> element."""
-    if value is None:
-        return EMPTY
-    local = timezone.localtime(value)
-    return format_html(
-        '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%Y-%m-%d %H:%M")
-    )
+    return _time_element(value, "%Y-%m-%d %H:%M")
 
 
 def day(value: datetime | None) -> SafeString | str:
+    return _time_element(value, "%Y-%m-%d")
+
+
+def _time_element(value: datetime | None, shown: str) -> SafeString | str:
     if value is None:
         return EMPTY
     local = timezone.localtime(value)
-    return format_html(
-        '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%Y-%m-%d")
-    )
+    return format_html('<time datetime="{}">{}</time>', local.isoformat(), local.strftime(shown))
 
 
 def cut(text: str, limit: int = 32) -> SafeString | str:

@@ -65,12 +65,9 @@ def insert_rows(
     model: type[Model],
     fields: Sequence[str],
     rows: Sequence[tuple],
-    json_fields: Sequence[str] = (),
 ) -> None:
-    """Insert `rows` (tuples in the order of `fields`) into `model`'s table.
-
-    `json_fields` is accepted for callers' clarity; JSON columns are known from the model.
-    """
+    """Insert `rows` (tuples in the order of `fields`) into `model`'s table; JSON columns
+    are known from the model."""
     if not rows:
         return
     if connection.vendor != "postgresql":

@@ -61,17 +61,3 @@ class EtaModel:
             "pickup_at": self._text(pickup_at),
             "dropoff_at": iso_z(pickup_at + handling + travel + handling),
         }
-
-
-def eta_of(
-    *,
-    status: str,
-    pickup_time: datetime,
-    picked_up_at: datetime | None,
-    km: float,
-    now: datetime,
-) -> dict | None:
-    """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop."""
-    return EtaModel().of(
-        status=status, pickup_time=pickup_time, picked_up_at=picked_up_at, km=km, now=now
-    )

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.tracking.helpers import advance, cancel, entries, place
-from tracking.eta import eta_of
+from tracking.eta import EtaModel
 
 T0 = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # the fixture clock: 10:00 in Phnom Penh
 KM = 25.0  # one hour at COURIER_SPEED_KMH
@@ -41,7 +41,7 @@ def test_the_model_for_each_active_status(settings, status, picked_up_after, now
     settings.DISPATCH_MINUTES, settings.COURIER_SPEED_KMH, settings.HANDLING_MINUTES = 15, 25, 5
     picked_up = None if picked_up_after is None else T0 + timedelta(minutes=picked_up_after)
 
-    eta = eta_of(
+    eta = EtaModel().of(
         status=status,
         pickup_time=T0,
         picked_up_at=picked_up,
@@ -54,7 +54,7 @@ def test_the_model_for_each_active_status(settings, status, picked_up_after, now
 
 @pytest.mark.parametrize("status", ["DELIVERED", "FAILED", "CANCELLED"])
 def test_no_eta_once_finished(status):
-    assert eta_of(status=status, pickup_time=T0, picked_up_at=T0, km=KM, now=T0) is None
+    assert EtaModel().of(status=status, pickup_time=T0, picked_up_at=T0, km=KM, now=T0) is None
 
 
 def test_tracking_entries_carry_the_eta_through_the_lifecycle(open_for_business, alice, api):

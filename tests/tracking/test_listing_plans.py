@@ -74,8 +74,8 @@ def load_drops(business, environment: str, count: int, rng: random.Random) -> li
             )  # fmt: skip
             if status != DropStatus.PENDING:  # still where it was created: no move
                 events.append((drop_id, status, changed, "plan"))
-    insert_rows(Order, ORDER_FIELDS, orders, json_fields=("pickup_address",))
-    insert_rows(Drop, DROP_FIELDS, drops, json_fields=("address",))
+    insert_rows(Order, ORDER_FIELDS, orders)
+    insert_rows(Drop, DROP_FIELDS, drops)
     insert_rows(DeliveryEvent, EVENT_FIELDS, events)
     return batch_ids
 
