@@ -1,7 +1,7 @@
 """The service scaled out on this machine, under load, while its parts fail (issue 17).
 
     .venv/bin/python bench/cluster.py            # make cluster-test: 90 s of load with faults
-    .venv/bin/python bench/cluster.py --short    # 30 s, no faults (the suite runs this)
+    .venv/bin/python bench/cluster.py --short    # 15 s, no faults (the suite runs this)
 
 Everything on loopback, from Debian packages installed if missing (pgbouncer, haproxy,
 redis-server): a throwaway PostgreSQL; PgBouncer in transaction mode in front of it (the apps
@@ -670,7 +670,7 @@ def cpu_seconds(pids: list[int]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--short", action="store_true", help="30 s, no faults")
+    parser.add_argument("--short", action="store_true", help="15 s, no faults")
     parser.add_argument("--seconds", type=int, default=90, help="the loaded phase (60-120)")
     parser.add_argument("--users", type=int, default=24)
     args = parser.parse_args(argv)
@@ -682,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         fault_log: list[str] = []
         balancer = f"http://{HOST}:{cluster.balancer.port}"
         if args.short:
-            phases.append(Phase("two instances", 30, 2))
+            phases.append(Phase("two instances", 15, 2))
             run_locust(phases[-1], cluster, balancer, args.users // 2)
         else:
             # The same load at one instance, then at two, for the figures; then at two while

@@ -32,3 +32,36 @@ def django_db_modify_db_settings(postgres_cluster):
         NAME="delivery",
     )
     settings.DATABASES["default"].setdefault("OPTIONS", {}).setdefault("server_side_binding", True)
+
+
+@pytest.fixture(scope="session")
+def collected_static(tmp_path_factory):
+    """collectstatic once for the whole suite, into a STATIC_ROOT of its own: every file
+    hashed and compressed takes ~30 s, and the tests that serve pages under gunicorn with
+    DEBUG off (as production does) all read the same output."""
+    import os
+    import secrets
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from django.conf import settings
+
+    root = tmp_path_factory.mktemp("static")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root.parent),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "STATIC_ROOT": str(root),
+    }
+    subprocess.run(
+        [str(Path(sys.executable).parent / "python"), "manage.py", "collectstatic", "--noinput"],
+        env=env,
+        cwd=settings.BASE_DIR,
+        check=True,
+        timeout=300,
+        stdout=subprocess.DEVNULL,
+    )
+    return root

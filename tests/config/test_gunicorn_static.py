@@ -43,7 +43,9 @@ def fetch(port: int, path: str, headers: dict | None = None) -> tuple[int, dict,
 
 
 @pytest.fixture
-def production_env(postgres_cluster, transactional_db, tmp_path) -> dict[str, str]:
+def production_env(
+    postgres_cluster, transactional_db, tmp_path, collected_static
+) -> dict[str, str]:
     database = connection.settings_dict["NAME"]  # pytest-django's test database
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -54,20 +56,13 @@ def production_env(postgres_cluster, transactional_db, tmp_path) -> dict[str, st
         "DATABASE_URL": postgres_cluster.url(database),
         "ALLOWED_HOSTS": HOST,
         "SECURE_SSL_REDIRECT": "false",
-        "STATIC_ROOT": str(tmp_path / "static"),
+        "STATIC_ROOT": str(collected_static),
     }
 
 
 @pytest.fixture
 def gunicorn(production_env, tmp_path):
-    """collectstatic into a fresh STATIC_ROOT, then gunicorn on a free port; always stopped."""
-    subprocess.run(
-        [str(BIN / "python"), "manage.py", "collectstatic", "--noinput", "-v0"],
-        env=production_env,
-        cwd=settings.BASE_DIR,
-        check=True,
-        timeout=300,
-    )
+    """gunicorn on a free port, serving the suite's collectstatic output; always stopped."""
     port = free_port()
     log_path = tmp_path / "gunicorn.log"
     with log_path.open("wb") as log:

@@ -1,4 +1,4 @@
-"""The short cluster run (issue 17): `bench/cluster.py --short`, 30 s of locust load through
+"""The short cluster run (issue 17): `bench/cluster.py --short`, 15 s of locust load through
 HAProxy, two app instances, PgBouncer in transaction mode, Redis and two workers, no faults;
 every invariant it prints must hold (it exits 1 otherwise). `make cluster-test` is the long
 run with faults, outside the suite for its length."""

@@ -77,7 +77,7 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def outage(tmp_path_factory):
+def outage(tmp_path_factory, collected_static):
     cluster = PostgresCluster()
     server: Gunicorn | None = None
     try:
@@ -93,10 +93,9 @@ def outage(tmp_path_factory):
         log_path = tmp_path_factory.mktemp("outage") / "gunicorn.log"
         server = Gunicorn(database, log_path, workers=WORKERS, conn_max_age=60)
         # The server's own environment, so the schema and the key are made as it will read them;
-        # collectstatic because the dashboard's pages name the manifest's files.
-        server.env["STATIC_ROOT"] = str(log_path.parent / "static")
+        # the suite's collectstatic output, because the dashboard's pages name its manifest's files.
+        server.env["STATIC_ROOT"] = str(collected_static)
         manage(server.env, "migrate", "--noinput", "-v0")
-        manage(server.env, "collectstatic", "--noinput", "-v0")
         provisioned = manage(
             server.env,
             "provision_business",
