@@ -84,11 +84,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def manage(env: dict[str, str], *args: str) -> str:
+def manage(env: dict[str, str], *args: str, root: Path = ROOT) -> str:
     """Run a management command with the bench environment; its stdout, or fail loudly."""
     done = subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         capture_output=True,
         text=True,
@@ -124,9 +124,10 @@ class Tenant:
     wallet_id: int
 
 
-def seed(env: dict[str, str], db: psycopg.Connection) -> Tenant:
-    manage(env, "migrate", "--noinput", "-v0")
-    manage(env, "seed_demo")
+def seed(env: dict[str, str], db: psycopg.Connection, root: Path = ROOT) -> Tenant:
+    """Migrate and seed the database of `env` with the code checked out at `root`."""
+    manage(env, "migrate", "--noinput", "-v0", root=root)
+    manage(env, "seed_demo", root=root)
     out = manage(
         env,
         "provision_business",
@@ -137,9 +138,10 @@ def seed(env: dict[str, str], db: psycopg.Connection) -> Tenant:
         "--sandbox-balance",
         "100000000",
         "--json",
+        root=root,
     )
     provisioned = orjson.loads(out.strip().splitlines()[-1])
-    manage(env, "shell", "-c", SEED_SNIPPET)
+    manage(env, "shell", "-c", SEED_SNIPPET, root=root)
     row = db.execute(
         "SELECT id FROM billing_wallet WHERE business_id = %s AND environment = %s",
         (provisioned["business_id"], ENVIRONMENT),
@@ -150,10 +152,13 @@ def seed(env: dict[str, str], db: psycopg.Connection) -> Tenant:
 
 
 class Gunicorn:
-    """gunicorn serving config.wsgi as `make run` does, on a free port, logging to a file."""
+    """gunicorn serving config.wsgi as `make run` does, on a free port, logging to a file;
+    the code is the checkout at `root` (bench/ab.py serves two)."""
 
-    def __init__(self, env: dict[str, str], workers: int, log_path: Path) -> None:
-        self.env, self.workers, self.log_path = env, workers, log_path
+    def __init__(
+        self, env: dict[str, str], workers: int, log_path: Path, root: Path = ROOT
+    ) -> None:
+        self.env, self.workers, self.log_path, self.root = env, workers, log_path, root
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -164,7 +169,7 @@ class Gunicorn:
                 [
                     str(binary),
                     "-c",
-                    str(ROOT / "gunicorn.conf.py"),
+                    str(self.root / "gunicorn.conf.py"),
                     "config.wsgi",
                     "--bind",
                     f"{HOST}:{self.port}",
@@ -174,7 +179,7 @@ class Gunicorn:
                     # the bench must not take it from a `make run` on the same machine.
                     "--no-control-socket",
                 ],
-                cwd=ROOT,
+                cwd=self.root,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -6,7 +6,7 @@ import uuid
 from decimal import Decimal
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from accounts.models import Environment
 from core.ids import uuid7
@@ -62,6 +62,12 @@ ACTIVE_STATUSES = (
     DropStatus.PICKED_UP,
 )
 FINISHED_STATUSES = (DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED)
+# The statuses a drop is created in (initial_status): SCHEDULED when its pickup is scheduled.
+INITIAL_STATUSES = (DropStatus.SCHEDULED, DropStatus.PENDING)
+# A drop as the bulk call wrote it and nothing has changed since: still in the status it was
+# created in, and updated_at still its created_at. Every move stamps updated_at
+# (tracking.lifecycle), so a drop that has moved is never one of these, whatever its status.
+UNCHANGED_SINCE_CREATED = Q(status__in=INITIAL_STATUSES, updated_at=F("created_at"))
 
 
 # Who made a drop's first status: the bulk call (the creation "event" is the drop row).
@@ -319,9 +325,13 @@ class Drop(models.Model):
                 fields=["business", "environment", "status", "created_at", "id"],
                 name="drop_listing_by_created",
             ),
+            # The sync order's index holds only drops changed since created: a new drop is
+            # written to none of it (issue 18). Unchanged drops have updated_at = created_at
+            # and are read, in that order, from the index above (tracking/listing.py).
             models.Index(
                 fields=["business", "environment", "status", "updated_at", "id"],
-                name="drop_listing_by_updated",
+                condition=~UNCHANGED_SINCE_CREATED,
+                name="drop_listing_by_change",
             ),
             # The sandbox scenario runner's queue: only drops with a step still to come.
             models.Index(

@@ -20,7 +20,7 @@ from billing.services import Till, open_till, read_balance
 from core.api import success_body
 from core.db import claim
 from core.formats import iso_z, money
-from core.ids import url_tokens, uuid7_texts
+from core.ids import url_tokens, uuid7, uuid7_texts
 from core.writes import insert_rows
 from events.models import EventType
 from events.services import record_events
@@ -91,16 +91,20 @@ def create_batch(
     # finds its addresses in that cache.
     pins = locate_places(batch)
     now = timezone.now()
+    batch_id = uuid7()
     with transaction.atomic():
         # The idempotency row goes in first: a retry of a committed batch meets its row
         # and replays what we stored; a concurrent request with the same key blocks on the
         # unique index until we commit, then does the same. (No read before this insert:
-        # for a new batch it would be one more statement finding nothing.)
+        # for a new batch it would be one more statement finding nothing.) It names the
+        # batch about to be written, whose row follows (the foreign key is checked at
+        # commit), so it needs no update afterwards.
         record = IdempotencyRecord(
             business=business,
             environment=environment,
             key=idempotency_key,
             fingerprint=batch.fingerprint,
+            batch_id=batch_id,
             created_at=now,
         )
         if claim(record, unique=("business", "environment", "key")) is None:
@@ -110,6 +114,7 @@ def create_batch(
         # under another key replays it. A FAILED batch reserves nothing (DESIGN.md §4):
         # the partial unique index leaves it out, so its id can be used afresh.
         row = Batch(
+            id=batch_id,
             business=business,
             environment=environment,
             client_batch_id=batch.client_batch_id,
@@ -142,7 +147,6 @@ def create_batch(
         write_batch(row, decisions, now=now, base_url=base_url)
         if quote is not None and row.accepted and not _use_quote(quote, row):
             raise QuoteUsed
-        IdempotencyRecord.objects.filter(pk=record.pk).update(batch=row)
     return BatchResult.of(row, replayed=False)
 
 

@@ -16,6 +16,12 @@ order, so a page costs the same on the first page and on the thousandth, however
 the account. The indexes (orders.Drop.Meta) lead with (business, environment, status);
 a listing of several statuses or environments is one UNION ALL branch per pair, which
 PostgreSQL merges in key order (Merge Append), reading about one page of rows in all.
+The sync order's index holds only drops changed since they were created, so that the
+bulk call writes each new drop to one listing index, not two (issue 18). A drop still as
+created has updated_at = created_at: in the statuses a drop is created in (SCHEDULED,
+PENDING) a second branch reads those from the created index, in the same order. The two
+branches split the drops by one condition and its negation (UNCHANGED_SINCE_CREATED), so
+each drop is in exactly one, whatever its timestamps.
 A batch filter reads the batch's own index instead: at most MAX_DROPS_PER_BATCH rows.
 The dashboard's filters (created_before, search) narrow the same index ranges: a date
 bound is a bound of the range, a search a condition checked on the rows read in order.
@@ -51,7 +57,7 @@ from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, Tuple
 from django.utils import timezone
 
 from core.cursors import InvalidCursor, make_cursor, read_cursor
-from orders.models import Drop, DropStatus
+from orders.models import INITIAL_STATUSES, UNCHANGED_SINCE_CREATED, Drop, DropStatus
 from tracking.selectors import entries_by_drop_id
 
 MAX_LIMIT = 500
@@ -158,8 +164,7 @@ def page_keys(
     limit: int,
 ) -> QuerySet:
     """(id, sort time) of up to limit + 1 drops after `after`, in listing order (one query)."""
-    sort = "updated_at" if filters.by_change else "created_at"
-    order = (sort, "id") if filters.by_change else (f"-{sort}", "-id")
+    order = ("key", "id") if filters.by_change else ("-key", "-id")
     rows = Drop.objects.filter(business=business).order_by()
     if filters.batch_id is not None:
         rows = rows.filter(batch_id=filters.batch_id)
@@ -169,33 +174,48 @@ def page_keys(
         rows = rows.filter(created_at__gte=filters.created_since)
     if filters.created_before is not None:
         rows = rows.filter(created_at__lt=filters.created_before)
-    if filters.updated_since is not None:
-        rows = rows.filter(updated_at__gte=filters.updated_since)
-    if horizon is not None:
-        rows = rows.filter(updated_at__lt=horizon)
     if filters.search:
         rows = rows.filter(
             Q(client_order_id__icontains=filters.search)
             | Q(external_waybill__icontains=filters.search)
             | Q(recipient_name__icontains=filters.search)
         )
-    if after is not None:
-        beyond = TupleGreaterThan if filters.by_change else TupleLessThan
-        rows = rows.filter(beyond(Tuple(F(sort), F("id")), after))
-    rows = rows.values_list("id", sort)
     statuses = list(filters.statuses) or list(DropStatus.values)
+    sort = "updated_at" if filters.by_change else "created_at"
+
+    def keyed(branch: QuerySet, column: str) -> QuerySet:
+        """The branch's rows past the cursor, within the sync bounds, as (id, key) by `column`."""
+        if filters.updated_since is not None:
+            branch = branch.filter(**{f"{column}__gte": filters.updated_since})
+        if horizon is not None:
+            branch = branch.filter(**{f"{column}__lt": horizon})
+        if after is not None:
+            beyond = TupleGreaterThan if filters.by_change else TupleLessThan
+            branch = branch.filter(beyond(Tuple(F(column), F("id")), after))
+        return branch.annotate(key=F(column)).values_list("id", "key").order_by(*order)
+
     # One batch (or two): its own index finds all of its drops, a bounded number, in one go.
     # SQLite (`make run`) cannot slice the branches of a UNION: one plain query there.
     if filters.in_batches or not connection.features.supports_slicing_ordering_in_compound:
         rows = rows.filter(environment__in=list(environments), status__in=statuses)
-        return rows.order_by(*order)[: limit + 1]
+        return keyed(rows, sort)[: limit + 1]
     # Each branch reads at most one page from its own index range, in key order; the
-    # union keeps the first limit + 1 of those. A page reads (pairs × page) index entries.
-    branches = [
-        rows.filter(environment=e, status=s).order_by(*order)[: limit + 1]
-        for e in environments
-        for s in statuses
-    ]
+    # union keeps the first limit + 1 of those. A page reads (branches × page) index entries.
+    branches = []
+    for environment in environments:
+        for status in statuses:
+            branch = rows.filter(environment=environment, status=status)
+            if not filters.by_change:
+                branches.append(keyed(branch, "created_at")[: limit + 1])
+                continue
+            # By change: the drops changed since created from the index that holds only
+            # those (drop_listing_by_change); a drop still as created has updated_at =
+            # created_at, so in a status it can be created in, those are read in created
+            # order from the other index, the changed ones of that status skipped there.
+            branches.append(keyed(branch.exclude(UNCHANGED_SINCE_CREATED), sort)[: limit + 1])
+            if status in INITIAL_STATUSES:
+                unchanged = branch.filter(updated_at=F("created_at"))
+                branches.append(keyed(unchanged, "created_at")[: limit + 1])
     if len(branches) == 1:
         return branches[0]
     return branches[0].union(*branches[1:], all=True).order_by(*order)[: limit + 1]

@@ -7,6 +7,7 @@ more than the queries themselves.
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from datetime import datetime
 
@@ -23,16 +24,23 @@ from orders.models import (
     Drop,
     DropStatus,
     FailureReason,
+    Order,
     ProofMethod,
     initial_status,
 )
 from tracking.eta import EtaModel
 from tracking.proof import photo_url
 
-_FIELDS = (
-    "id",
+# A drop's columns in a tracking entry, read as tuples in this order (values_list): its own
+# row only. What the drops of one order share (the pickup, the driver) is read once per order.
+_DROP_COLUMNS = (
     "client_order_id",
     "status",
+    IsoZ("created_at"),
+    UuidText("id"),
+    UuidText("order_id"),
+    UuidText("batch_id"),
+    IsoZ("updated_at"),
     "external_waybill",
     "environment",
     "recipient_name",
@@ -43,59 +51,103 @@ _FIELDS = (
     "resolved",
     "price",
     "currency",
-    "order__pickup_name",
-    "order__pickup_phone",
-    "order__pickup_lat",
-    "order__pickup_long",
-    "order__pickup_address",
-    "order__pickup_resolved",
-    "order__driver__name",
-    "order__driver__phone",
     "tracking_token",
     "pod_method",
     "pod_received_by",
     "pod_photo",
     "failure_reason",
 )
-_AS_TEXT = {
-    "drop_id": UuidText("id"),
-    "pass_order_id": UuidText("order_id"),
-    "batch_text_id": UuidText("batch_id"),
-    "created": IsoZ("created_at"),
-    "updated": IsoZ("updated_at"),
-    "scheduled": IsoZ("order__pickup_scheduled_at"),
-}
+# Where _by_client_order_ids and _preferred find what they need in any row they are given.
+_ID, _STATUS, _CREATED, _DROP_ID, _ORDER_ID = 0, 1, 2, 3, 4
+_ORDER_COLUMNS = (
+    UuidText("id"),
+    "pickup_name",
+    "pickup_phone",
+    "pickup_lat",
+    "pickup_long",
+    "pickup_address",
+    "pickup_resolved",
+    IsoZ("pickup_scheduled_at"),
+    "driver__name",
+    "driver__phone",
+)
 
 
 def track_drops(*, business, environment: str, identifiers: list[str]) -> list[dict]:
     """One entry per distinct identifier, in request order; the active drop, else the newest."""
     wanted = list(dict.fromkeys(identifiers))
-    chosen: dict[str, dict] = {}
-    rows = _by_client_order_ids(business, environment, wanted, *_FIELDS, **_AS_TEXT)
-    for row in rows:
-        current = chosen.get(row["client_order_id"])
-        if current is None or _preferred(row, current):
-            chosen[row["client_order_id"]] = row
-    events = _moves_of(chosen.values())
-    context = _Context()
+    chosen = _choose(_by_client_order_ids(business, environment, wanted, _DROP_COLUMNS))
+    entries = _entries(chosen.values())
     return [
-        context.entry(chosen[i], events.get(chosen[i]["drop_id"], ()))
+        entries[chosen[i][_DROP_ID]]
         if i in chosen
         else {"client_order_id": i, "status": "NOT_FOUND"}
         for i in wanted
     ]
 
 
-def _moves_of(rows) -> dict[str, list[dict]]:
-    """The stored status moves of these drops (values() rows), oldest first.
+def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
+    """The tracking entries of these drops, keyed by drop id text: three queries at most."""
+    return _entries(Drop.objects.filter(pk__any=list(drop_ids)).values_list(*_DROP_COLUMNS))
+
+
+def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
+    """identifier → the id of its active drop, else its newest (one or two queries)."""
+    columns = ("client_order_id", "status", IsoZ("created_at"), UuidText("id"), "id")
+    chosen = _choose(_by_client_order_ids(business, environment, list(set(identifiers)), columns))
+    return {identifier: row[-1] for identifier, row in chosen.items()}
+
+
+def _entries(rows) -> dict[str, dict]:
+    """Drop rows (_DROP_COLUMNS tuples) as tracking entries by drop id text: their orders in
+    one query, their moves in at most one more."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    orders = _orders_of({row[_ORDER_ID] for row in rows})
+    moves = _moves_of(rows, orders)
+    context = _Context()
+    return {
+        row[_DROP_ID]: context.entry(row, orders[row[_ORDER_ID]], moves.get(row[_DROP_ID], ()))
+        for row in rows
+    }
+
+
+class _Order:
+    """What every drop of one order shows alike; the entries share these dicts (read only)."""
+
+    __slots__ = ("driver", "initial", "lat", "long", "pickup", "scheduled")
+
+    def __init__(self, row: tuple) -> None:
+        _, name, phone, lat, long, address, resolved, scheduled, driver, driver_phone = row
+        self.lat, self.long, self.scheduled = lat, long, scheduled
+        self.initial = initial_status(scheduled=scheduled is not None)
+        self.pickup = {
+            "name": name,
+            "phone": phone,
+            "lat": lat,
+            "long": long,
+            "address": address,
+            "scheduled_at": scheduled,
+        }
+        if resolved:
+            self.pickup["resolved_pin"] = {"lat": lat, "long": long}
+        self.driver = None if driver is None else {"name": driver, "phone": driver_phone}
+
+
+def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
+    rows = Order.objects.filter(pk__any=[uuid.UUID(i) for i in order_ids])
+    return {row[0]: _Order(row) for row in rows.values_list(*_ORDER_COLUMNS)}
+
+
+def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
+    """The stored status moves of these drops, oldest first.
 
     Moves only go forward, so a drop still in its initial status has none: only the others
     are looked up, in one query on (drop, at), or none when every drop is where it started.
     """
     moved = [
-        row["id"]
-        for row in rows
-        if row["status"] != initial_status(scheduled=row["scheduled"] is not None)
+        uuid.UUID(row[_DROP_ID]) for row in rows if row[_STATUS] != orders[row[_ORDER_ID]].initial
     ]
     events = defaultdict(list)
     if not moved:
@@ -109,64 +161,45 @@ def _moves_of(rows) -> dict[str, list[dict]]:
     return events
 
 
-def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
-    """The tracking entries of these drops, keyed by drop id text: two queries at most."""
-    rows = list(Drop.objects.filter(pk__any=list(drop_ids)).values(*_FIELDS, **_AS_TEXT))
-    events = _moves_of(rows)
-    context = _Context()
-    return {row["drop_id"]: context.entry(row, events.get(row["drop_id"], ())) for row in rows}
-
-
-def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
-    """identifier → the id of its active drop, else its newest (one or two queries)."""
-    chosen: dict[str, dict] = {}
-    for row in _by_client_order_ids(
-        business,
-        environment,
-        list(set(identifiers)),
-        "id",
-        "client_order_id",
-        "status",
-        drop_id=UuidText("id"),
-        created=IsoZ("created_at"),
-    ):
-        current = chosen.get(row["client_order_id"])
-        if current is None or _preferred(row, current):
-            chosen[row["client_order_id"]] = row
-    return {identifier: row["id"] for identifier, row in chosen.items()}
-
-
-def _by_client_order_ids(
-    business, environment: str, ids: list[str], *fields, **expressions
-) -> list[dict]:
-    """The drops that matter for these ids, as values(): for each id its active drop, else
-    all its finished ones (the caller picks the newest). Active drops come through the
-    unique index; only the ids left without one are looked for among finished drops, through
-    theirs (orders.models.Drop.Meta). Two queries at most, one when every id is active."""
+def _by_client_order_ids(business, environment: str, ids: list[str], columns) -> list[tuple]:
+    """The drops that matter for these ids, as `columns` tuples (client_order_id, status,
+    created, drop id first): for each id its active drop, else all its finished ones (the
+    caller picks the newest). Active drops come through the unique index; only the ids left
+    without one are looked for among finished drops, through theirs (orders.models.Drop.Meta).
+    Two queries at most, one when every id is active."""
     mine = Drop.objects.filter(business=business, environment=environment).order_by()
     rows = list(
-        mine.filter(status__in=ACTIVE_STATUSES, client_order_id__any=ids).values(
-            *fields, **expressions
-        )
+        mine.filter(status__in=ACTIVE_STATUSES, client_order_id__any=ids).values_list(*columns)
     )
-    found = {row["client_order_id"] for row in rows}
+    found = {row[_ID] for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
-        rows += mine.filter(status__in=FINISHED_STATUSES, client_order_id__any=rest).values(
-            *fields, **expressions
+        rows += mine.filter(status__in=FINISHED_STATUSES, client_order_id__any=rest).values_list(
+            *columns
         )
     return rows
 
 
-def _preferred(row: dict, current: dict) -> bool:
-    row_active = row["status"] in ACTIVE_STATUSES
-    if row_active != (current["status"] in ACTIVE_STATUSES):
+def _choose(rows: list[tuple]) -> dict[str, tuple]:
+    """client_order_id → its active drop's row, else its newest finished one's."""
+    chosen: dict[str, tuple] = {}
+    for row in rows:
+        current = chosen.get(row[_ID])
+        if current is None or _preferred(row, current):
+            chosen[row[_ID]] = row
+    return chosen
+
+
+def _preferred(row: tuple, current: tuple) -> bool:
+    row_active = row[_STATUS] in ACTIVE_STATUSES
+    if row_active != (current[_STATUS] in ACTIVE_STATUSES):
         return row_active
-    return (row["created"], row["drop_id"]) > (current["created"], current["drop_id"])
+    return (row[_CREATED], row[_DROP_ID]) > (current[_CREATED], current[_DROP_ID])
 
 
 # Plain strings: an enum member costs a descriptor call on every access, thousands per answer.
 _PICKED_UP, _PENDING = DropStatus.PICKED_UP.value, DropStatus.PENDING.value
+_DELIVERED, _FAILED = DropStatus.DELIVERED.value, DropStatus.FAILED.value
 
 
 class _Context:
@@ -187,79 +220,58 @@ class _Context:
             moment = self.moments[text] = datetime.fromisoformat(text)
         return moment
 
-    def entry(self, row: dict, moves) -> dict:
+    def entry(self, row: tuple, order: _Order, moves) -> dict:
+        (client_order_id, status, created, drop_id, order_id, batch_id, updated, waybill,
+         environment, name, phone, lat, long, address, resolved, price, currency, token,
+         pod_method, pod_received_by, pod_photo, failure_reason) = row  # fmt: skip
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
-        created = {
-            "status": initial_status(scheduled=row["scheduled"] is not None),
-            "at": row["created"],
-        }
-        events = [created, *moves]
-        driver = None
-        if row["order__driver__name"] is not None:
-            driver = {"name": row["order__driver__name"], "phone": row["order__driver__phone"]}
-        pickup = {
-            "name": row["order__pickup_name"],
-            "phone": row["order__pickup_phone"],
-            "lat": row["order__pickup_lat"],
-            "long": row["order__pickup_long"],
-            "address": row["order__pickup_address"],
-            "scheduled_at": row["scheduled"],
-        }
-        if row["order__pickup_resolved"]:
-            pickup["resolved_pin"] = {
-                "lat": row["order__pickup_lat"],
-                "long": row["order__pickup_long"],
-            }
-        dropoff = {
-            "name": row["recipient_name"],
-            "phone": row["recipient_phone"],
-            "lat": row["lat"],
-            "long": row["long"],
-            "address": row["address"],
-        }
-        if row["resolved"]:
-            dropoff["resolved_pin"] = {"lat": row["lat"], "long": row["long"]}
+        events = [{"status": order.initial, "at": created}, *moves]
+        dropoff = {"name": name, "phone": phone, "lat": lat, "long": long, "address": address}
+        if resolved:
+            dropoff["resolved_pin"] = {"lat": lat, "long": long}
         return {
-            "client_order_id": row["client_order_id"],
-            "status": row["status"],
-            "drop_id": row["drop_id"],
-            "pass_order_id": row["pass_order_id"],
-            "batch_id": row["batch_text_id"],
-            "external_waybill": row["external_waybill"],
-            "environment": row["environment"],
-            "pickup": pickup,
+            "client_order_id": client_order_id,
+            "status": status,
+            "drop_id": drop_id,
+            "pass_order_id": order_id,
+            "batch_id": batch_id,
+            "external_waybill": waybill,
+            "environment": environment,
+            "pickup": order.pickup,
             "dropoff": dropoff,
-            "driver": driver,
-            "price": money(row["price"]),
-            "currency": row["currency"],
-            "created_at": row["created"],
-            "updated_at": row["updated"],
+            "driver": order.driver,
+            "price": money(price),
+            "currency": currency,
+            "created_at": created,
+            "updated_at": updated,
             "events": events,
             # How many status events the drop has had: receivers order webhooks by it.
             "sequence": len(events),
-            "eta": self._eta(row, events),
-            "tracking_url": self.link + row["tracking_token"],
-            "proof_of_delivery": _proof(row, events),
-            "failure": _failure(row, events),
+            "eta": self._eta(status, created, order, lat, long, events),
+            "tracking_url": self.link + token,
+            "proof_of_delivery": None
+            if status != _DELIVERED
+            else _proof(drop_id, pod_method, pod_received_by, pod_photo, events),
+            "failure": None if status != _FAILED else _failure(failure_reason, events),
         }
 
-    def _eta(self, row: dict, events: list[dict]) -> dict | None:
+    def _eta(
+        self, status: str, created: str, order: _Order, lat: float, long: float, events
+    ) -> dict | None:
         # The pickup time is when the drop started waiting for a courier; before that, when
         # it is scheduled (the sandbox test driver may dispatch a drop before its time).
         picked_up = waiting = None
         for event in events:
-            status = event["status"]
-            if status == _PENDING and waiting is None:
+            moved_to = event["status"]
+            if moved_to == _PENDING and waiting is None:
                 waiting = event["at"]
-            elif status == _PICKED_UP and picked_up is None:
+            elif moved_to == _PICKED_UP and picked_up is None:
                 picked_up = event["at"]
         return self.eta.of(
-            status=row["status"],
-            pickup_time=self._moment(waiting or row["scheduled"] or row["created"]),
+            status=status,
+            pickup_time=self._moment(waiting or order.scheduled or created),
             picked_up_at=self._moment(picked_up) if picked_up else None,
-            km=haversine_km(
-                row["order__pickup_lat"], row["order__pickup_long"], row["lat"], row["long"]
-            ),
+            km=haversine_km(order.lat, order.long, lat, long),
             now=self.now,
         )
 
@@ -268,22 +280,15 @@ def _at(events: list[dict], status: str) -> str | None:
     return next((e["at"] for e in reversed(events) if e["status"] == status), None)
 
 
-def _proof(row: dict, events: list[dict]) -> dict | None:
-    """How a DELIVERED drop was handed over (DESIGN.md §14); None before."""
-    if row["status"] != DropStatus.DELIVERED:
-        return None
+def _proof(drop_id: str, method, received_by, photo, events: list[dict]) -> dict:
+    """How a DELIVERED drop was handed over (DESIGN.md §14)."""
     return {
-        "method": row["pod_method"] or ProofMethod.NONE,
+        "method": method or ProofMethod.NONE,
         "at": _at(events, DropStatus.DELIVERED),
-        "received_by": row["pod_received_by"],
-        "photo_url": photo_url(row["drop_id"]) if row["pod_photo"] else None,
+        "received_by": received_by,
+        "photo_url": photo_url(drop_id) if photo else None,
     }
 
 
-def _failure(row: dict, events: list[dict]) -> dict | None:
-    if row["status"] != DropStatus.FAILED:
-        return None
-    return {
-        "reason": row["failure_reason"] or FailureReason.OTHER,
-        "at": _at(events, DropStatus.FAILED),
-    }
+def _failure(reason, events: list[dict]) -> dict:
+    return {"reason": reason or FailureReason.OTHER, "at": _at(events, DropStatus.FAILED)}

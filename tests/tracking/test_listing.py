@@ -10,7 +10,7 @@ import pytest
 
 from core.cursors import InvalidCursor
 from events.models import Event, EventType
-from orders.models import Drop, DropStatus
+from orders.models import UNCHANGED_SINCE_CREATED, Drop, DropStatus
 from tests.factories import batch, drop, group
 from tests.helpers import TRACKING_ENTRY_KEYS, assert_error
 from tests.tracking.helpers import advance, place
@@ -189,6 +189,37 @@ def test_sync_order_pages_and_filters(open_for_business, alice, api):
     assert sorted(ids_of(assigned)) == ["P-0", "P-1"]
     since = data_of(get_orders(api, key, updated_since="2026-11-23T03:00:30Z"))
     assert sorted(ids_of(since)) == ["P-0", "P-1"]
+
+
+def test_sync_order_merges_drops_as_created_with_changed_ones(open_for_business, alice, api):
+    """Drops still as created are read from the created index, changed ones from the index
+    of changes (drop_listing_by_change); the sync order interleaves both by (updated_at, id),
+    every drop once, in every status a drop is created in or moves to."""
+    key = alice.sandbox_key
+    place(api, key, "U-1", "U-2")  # PENDING, as created
+    open_for_business.shift(60)
+    place(api, key, "S-1", "S-2", scheduled_at="2026-11-23T09:00:00Z")  # SCHEDULED, as created
+    open_for_business.shift(60)
+    advance(api, key, "U-1", to=S.ASSIGNED)
+    open_for_business.shift(60)
+    place(api, key, "U-3")
+    open_for_business.shift(60)
+    advance(api, key, "S-2", to=S.ASSIGNED)
+    after_the_margin(open_for_business)
+    mine = Drop.objects.filter(business=alice.business, environment="sandbox")
+    # The bulk call writes drops as created (the partial index's complement), moves never do.
+    assert set(mine.filter(UNCHANGED_SINCE_CREATED).values_list("client_order_id", flat=True)) == {
+        "U-2",
+        "S-1",
+        "U-3",
+    }
+    expected = list(mine.order_by("updated_at", "id").values_list("client_order_id", flat=True))
+    assert expected == ["U-2", "S-1", "U-1", "U-3", "S-2"]
+    for limit in (1, 2, 100):
+        pages = every_page(api, key, updated_since=SINCE_EVER, limit=limit)
+        assert [i for p in pages for i in ids_of(p)] == expected, limit
+    pending = every_page(api, key, updated_since=SINCE_EVER, status="PENDING,SCHEDULED", limit=1)
+    assert [i for p in pending for i in ids_of(p)] == ["U-2", "S-1", "U-3"]
 
 
 # --- Cursors -----------------------------------------------------------------------------

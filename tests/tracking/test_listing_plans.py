@@ -156,6 +156,13 @@ def test_no_list_query_reads_the_whole_drops_table(big_account):
         rows = batch_rows(business=business, environment="sandbox", after=after, limit=10)
         plans["batches", after is not None] = plan = plan_of(rows)
         assert "batch_listing" in plan, plan
+    # The sync order reads changed drops from the index of changes only, and drops still as
+    # created from the created index (a new drop is written to one index, not both).
+    for name in ("updated since", "updated since, one status"):
+        for later in (False, True):
+            assert "drop_listing_by_change" in plans[name, later], plans[name, later]
+    assert "drop_listing_by_created" in plans["updated since", False]
+    assert "drop_listing_by_created" not in plans["updated since, one status", False]
     for shape, plan in plans.items():
         assert "Seq Scan on orders_drop" not in plan, f"{shape}:\n{plan}"
         assert "Seq Scan on orders_deliveryevent" not in plan, f"{shape}:\n{plan}"
