@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--preload", type=int, default=20_000, help="drops written first")
     parser.add_argument(
-        "--cases", default="bulk1000,track1000", help="bulk1000, bulk5000, track1000"
+        "--cases", default="bulk1000,track1000", help="bulk1, bulk1000, bulk5000, track1000"
     )
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as cleanup:
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             return response.seconds
 
         cases: dict[str, Callable[[Side], float]] = {
+            "bulk1": bulk(coordinate_batch(1)),
             "bulk1000": bulk(coordinate_batch(1000)),
             "bulk5000": bulk(coordinate_batch(5000)),
             "track1000": track,
