@@ -48,3 +48,20 @@ class UuidText(Func):
             for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
         )
         return self.as_sql(compiler, connection, template=f"({parts})", **extra)
+
+
+class MoneyText(Func):
+    """A money amount (two decimals) as its wire text, like core.formats.money."""
+
+    output_field = TextField()
+    arity = 1
+
+    def as_postgresql(self, compiler, connection, **extra):
+        # A numeric(12, 2) prints with exactly its two decimals.
+        return self.as_sql(compiler, connection, template="(%(expressions)s)::text", **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # Stored as a REAL there. "%%%%" survives this template's formatting as "%%", which
+        # the SQLite backend turns into the "%" of printf's format.
+        template = "printf('%%%%.2f', %(expressions)s)"
+        return self.as_sql(compiler, connection, template=template, **extra)

@@ -11,10 +11,11 @@ import uuid
 from collections import defaultdict
 from datetime import datetime
 
+import orjson
+from django.db import connection
 from django.utils import timezone
 
-from core.formats import money
-from core.functions import IsoZ, UuidText
+from core.functions import IsoZ, MoneyText, UuidText
 from geo.geometry import haversine_km
 from orders.links import tracking_url
 from orders.models import (
@@ -47,9 +48,9 @@ _DROP_COLUMNS = (
     "recipient_phone",
     "lat",
     "long",
-    "address",
+    "address",  # JSON text, parsed by entry() when present (_rows reads no converter)
     "resolved",
-    "price",
+    MoneyText("price"),
     "currency",
     "tracking_token",
     "pod_method",
@@ -88,14 +89,14 @@ def track_drops(*, business, environment: str, identifiers: list[str]) -> list[d
 
 def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
     """The tracking entries of these drops, keyed by drop id text: three queries at most."""
-    return _entries(Drop.objects.filter(pk__any=list(drop_ids)).values_list(*_DROP_COLUMNS))
+    return _entries(_rows(Drop.objects.filter(pk__any=list(drop_ids)), _DROP_COLUMNS))
 
 
 def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
     """identifier → the id of its active drop, else its newest (one or two queries)."""
-    columns = ("client_order_id", "status", IsoZ("created_at"), UuidText("id"), "id")
+    columns = ("client_order_id", "status", IsoZ("created_at"), UuidText("id"))
     chosen = _choose(_by_client_order_ids(business, environment, list(set(identifiers)), columns))
-    return {identifier: row[-1] for identifier, row in chosen.items()}
+    return {identifier: uuid.UUID(row[_DROP_ID]) for identifier, row in chosen.items()}
 
 
 def _entries(rows) -> dict[str, dict]:
@@ -168,16 +169,22 @@ def _by_client_order_ids(business, environment: str, ids: list[str], columns) ->
     without one are looked for among finished drops, through theirs (orders.models.Drop.Meta).
     Two queries at most, one when every id is active."""
     mine = Drop.objects.filter(business=business, environment=environment).order_by()
-    rows = list(
-        mine.filter(status__in=ACTIVE_STATUSES, client_order_id__any=ids).values_list(*columns)
-    )
+    rows = _rows(mine.filter(status__in=ACTIVE_STATUSES, client_order_id__any=ids), columns)
     found = {row[_ID] for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
-        rows += mine.filter(status__in=FINISHED_STATUSES, client_order_id__any=rest).values_list(
-            *columns
-        )
+        rows += _rows(mine.filter(status__in=FINISHED_STATUSES, client_order_id__any=rest), columns)
     return rows
+
+
+def _rows(queryset, columns) -> list[tuple]:
+    """The queryset's `columns` as the driver's tuples: Django's SQL, without its row-by-row
+    conversion (which a JSON column turns into a rebuilt list and tuple per row). Every
+    column here is already in its wire form (text, numbers), except JSON, left as text."""
+    sql, params = queryset.values_list(*columns).query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _choose(rows: list[tuple]) -> dict[str, tuple]:
@@ -226,6 +233,8 @@ class _Context:
          pod_method, pod_received_by, pod_photo, failure_reason) = row  # fmt: skip
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
+        if address is not None:
+            address = orjson.loads(address)
         dropoff = {"name": name, "phone": phone, "lat": lat, "long": long, "address": address}
         if resolved:
             dropoff["resolved_pin"] = {"lat": lat, "long": long}
@@ -240,7 +249,7 @@ class _Context:
             "pickup": order.pickup,
             "dropoff": dropoff,
             "driver": order.driver,
-            "price": money(price),
+            "price": price,
             "currency": currency,
             "created_at": created,
             "updated_at": updated,

@@ -2,13 +2,15 @@
 
 import uuid
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
-from django.db.models import DateTimeField, UUIDField, Value
+from django.db.models import DateTimeField, DecimalField, UUIDField, Value
+from django.db.models.functions import Cast
 
 from accounts.models import Business
-from core.formats import iso_z
-from core.functions import IsoZ, UuidText
+from core.formats import iso_z, money
+from core.functions import IsoZ, MoneyText, UuidText
 
 MOMENTS = [
     datetime(2026, 11, 23, 3, 0, 0, tzinfo=UTC),
@@ -47,3 +49,13 @@ def test_uuidtext_gives_the_canonical_text_of_a_uuid(db):
     ).values_list("own", "other")
 
     assert list(row) == [(str(business.pk), str(some))]
+
+
+@pytest.mark.parametrize("amount", ["0", "2.8", "2.80", "0.05", "1234567890.12", "-5"])
+def test_moneytext_formats_a_money_column_exactly_like_money(db, amount):
+    Business.objects.create(name="Any", email="any@example.com")
+    # As the money columns are typed: numeric(12, 2) (orders.models.MONEY).
+    column = Cast(Value(Decimal(amount)), DecimalField(max_digits=12, decimal_places=2))
+    formatted = Business.objects.annotate(t=MoneyText(column)).values_list("t", flat=True)
+
+    assert list(formatted) == [money(Decimal(amount))]

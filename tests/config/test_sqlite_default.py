@@ -78,6 +78,9 @@ def test_batch_tracking_and_moves_work_on_the_sqlite_default(tmp_path):
     assert a["created_at"] == created["created_at"] == "2026-11-23T03:00:00.123Z"
     assert a["status"] == "CANCELLED"
     assert a["dropoff"]["resolved_pin"] == {"lat": 11.5637, "long": 104.9311}
+    # The price as the bulk answer gave it: two decimals, formatted by SQLite (MoneyText).
+    assert a["price"] == created["orders"][0]["price"] and a["price"].count(".") == 1
+    assert len(a["price"].split(".")[1]) == 2
     assert [e["status"] for e in b["events"]] == ["PENDING", "ASSIGNED"]
     assert all(e["at"] == "2026-11-23T03:00:00.123Z" for e in b["events"])
     assert b["driver"]["name"] == "Sandbox Test Driver"
