@@ -137,7 +137,10 @@ def test_paging_while_drops_move_skips_none_and_ends_on_the_latest_state(
         moved_while_browsing = movers.moves
         # A client syncing as it would in production: all 10,000, then what changed since,
         # from the cursor it kept, again and again while the movers go on.
-        deadline = time.monotonic() + 20
+        # The deadline only stops a run whose movers stall: it ends at MOVES. On a loaded
+        # machine the movers (threads of this process, sharing its interpreter lock with the
+        # client) reached 935 moves in 20 s; 60 s leaves room without hiding a stall.
+        deadline = time.monotonic() + 60
         while movers.moves < MOVES and time.monotonic() < deadline:
             for page in pages(api, key, cursor, updated_since=SINCE_EVER):
                 synced += page["orders"]
