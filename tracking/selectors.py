@@ -32,8 +32,9 @@ from orders.models import (
 from tracking.eta import EtaModel
 from tracking.proof import photo_url
 
-# A drop's columns in a tracking entry, read as tuples in this order (values_list): its own
-# row only. What the drops of one order share (the pickup, the driver) is read once per order.
+# A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples in
+# this order (_rows): its own row only. What the drops of one order share (the pickup, the
+# driver) is read once per order.
 _DROP_COLUMNS = (
     "client_order_id",
     "status",
@@ -59,7 +60,7 @@ _DROP_COLUMNS = (
     "failure_reason",
 )
 # Where _by_client_order_ids and _preferred find what they need in any row they are given.
-_ID, _STATUS, _CREATED, _DROP_ID, _ORDER_ID = 0, 1, 2, 3, 4
+_CLIENT_ORDER_ID, _STATUS, _CREATED, _DROP_ID, _ORDER_ID = 0, 1, 2, 3, 4
 _ORDER_COLUMNS = (
     UuidText("id"),
     "pickup_name",
@@ -170,7 +171,7 @@ def _by_client_order_ids(business, environment: str, ids: list[str], columns) ->
     Two queries at most, one when every id is active."""
     mine = Drop.objects.filter(business=business, environment=environment).order_by()
     rows = _rows(mine.filter(status__in=ACTIVE_STATUSES, client_order_id__any=ids), columns)
-    found = {row[_ID] for row in rows}
+    found = {row[_CLIENT_ORDER_ID] for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
         rows += _rows(mine.filter(status__in=FINISHED_STATUSES, client_order_id__any=rest), columns)
@@ -191,9 +192,9 @@ def _choose(rows: list[tuple]) -> dict[str, tuple]:
     """client_order_id → its active drop's row, else its newest finished one's."""
     chosen: dict[str, tuple] = {}
     for row in rows:
-        current = chosen.get(row[_ID])
+        current = chosen.get(row[_CLIENT_ORDER_ID])
         if current is None or _preferred(row, current):
-            chosen[row[_ID]] = row
+            chosen[row[_CLIENT_ORDER_ID]] = row
     return chosen
 
 
