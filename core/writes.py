@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from django.db import connection, models
 from django.db.models import Model
+from psycopg.copy import LibpqWriter
 
 # COPY's text format: a backslash, tab, newline or carriage return inside a value is
 # written as a backslash escape; NUL cannot be stored in text at all (inputs refuse it).
@@ -68,26 +69,64 @@ def insert_rows(
 ) -> None:
     """Insert `rows` (tuples in the order of `fields`) into `model`'s table; JSON columns
     are known from the model."""
-    if not rows:
-        return
+    insert_chunks(model, fields, [rows])
+
+
+def insert_chunks(
+    model: type[Model],
+    fields: Sequence[str],
+    chunks: Iterable[Sequence[tuple]],
+) -> int:
+    """Insert rows that arrive in chunks (tuples in the order of `fields`); how many.
+
+    On PostgreSQL each chunk is sent as soon as it is made, into one COPY: the server stores
+    one chunk while the caller builds the next, so making the rows and storing them overlap
+    on two cores instead of taking turns (docs/decisions.md, issue 18). A chunk builder
+    that raises aborts the COPY, and the error is the builder's. No rows, no statement.
+    """
     if connection.vendor != "postgresql":
-        model.objects.bulk_create([model(**dict(zip(fields, row, strict=True))) for row in rows])
-        return
+        objects = [model(**dict(zip(fields, row, strict=True))) for c in chunks for row in c]
+        if objects:
+            model.objects.bulk_create(objects)
+        return len(objects)
+    chunks = iter(chunks)
+    first = next((chunk for chunk in chunks if chunk), None)
+    if first is None:
+        return 0
     sql, encode = _copy_plan(model, tuple(fields))
     started = time.monotonic()
-    data = encode(rows)
+    count = len(first)
     # wrap_database_errors: a refused row raises Django's IntegrityError, as any insert does.
     with (
         connection.wrap_database_errors,
         connection.cursor() as cursor,
-        cursor.cursor.copy(sql) as copy,
+        cursor.cursor.copy(sql, writer=_SendingWriter(cursor.cursor)) as copy,
     ):
-        copy.write(data)
+        copy.write(encode(first))
+        for chunk in chunks:
+            if chunk:
+                copy.write(encode(chunk))
+                count += len(chunk)
     if connection.queries_logged:
         # COPY bypasses Django's cursor wrapper; log it so query counts stay honest.
         connection.queries_log.append(
-            {"sql": f"{sql} -- {len(rows)} rows", "time": f"{time.monotonic() - started:.3f}"}
+            {"sql": f"{sql} -- {count} rows", "time": f"{time.monotonic() - started:.3f}"}
         )
+    return count
+
+
+class _SendingWriter(LibpqWriter):
+    """psycopg's COPY writer, pushing each chunk towards the server as soon as it is written.
+
+    libpq keeps what is not a multiple of 8 KB in its buffer until more comes, and psycopg
+    only waits for the buffer to drain once 1 MB is queued. A non-blocking flush after each
+    write sends whatever the socket takes now and never waits: waiting on every chunk
+    (psycopg's flush_threshold=0) cost ~1 ms per 1000 drops (bench/ab.py).
+    """
+
+    def write(self, data) -> None:
+        super().write(data)
+        self.connection.pgconn.flush()
 
 
 @lru_cache(maxsize=64)

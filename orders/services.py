@@ -8,6 +8,7 @@ decisions without the write.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -21,7 +22,7 @@ from core.api import success_body
 from core.db import claim
 from core.formats import iso_z, money
 from core.ids import url_tokens, uuid7, uuid7_texts
-from core.writes import insert_rows
+from core.writes import insert_chunks, insert_rows
 from events.models import EventType
 from events.services import record_events
 from geo.geocoders import Pin, geocode_addresses
@@ -300,7 +301,7 @@ def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: st
         # committed with this batch.
         scenarios_started.send(sender=Batch, due_at=written.scenarios_from)
 
-    accepted = len(written.drops)
+    accepted = written.accepted
     row.total, row.accepted = len(written.results), accepted
     row.rejected = row.total - accepted
     row.status = (
@@ -356,10 +357,13 @@ def _with_taken_ids(decisions: Decisions, till: Till) -> Decisions:
 
 
 def _write_drops(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Written:
-    """The batch's orders and drops, one COPY each; a drop's creation is its row, no event."""
-    written = _rows_of(row, decisions, till, now)
-    insert_rows(Order, ORDER_FIELDS, written.orders)
-    insert_rows(Drop, DROP_FIELDS, written.drops)
+    """The batch's orders in one COPY, then its drops in another, fed chunk by chunk as the
+    rows are made (core.writes.insert_chunks): PostgreSQL stores a chunk while the next one
+    is built. A drop's creation is its row, no event."""
+    written = Written([])
+    order_ids = uuid7_texts(len(decisions.batch.groups))
+    insert_rows(Order, ORDER_FIELDS, _order_rows(row, decisions, order_ids, now))
+    insert_chunks(Drop, DROP_FIELDS, _drop_rows(row, decisions, order_ids, till, now, written))
     return written
 
 
@@ -378,33 +382,63 @@ DROP_FIELDS = (
 
 @dataclass(slots=True)
 class Written:
-    """The rows a batch's decisions produce, and its result entries in submission order."""
+    """What writing a batch's drops gave: its result entries in submission order, how many
+    drops were accepted, and when the first sandbox scenario step is due."""
 
     results: list[dict]
-    orders: list[tuple]
-    drops: list[tuple]
+    accepted: int = 0
     scenarios_from: datetime | None = None  # when the first scenario step is due, if any
 
 
-def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Written:
-    """Ids for what was accepted, one tuple per row to COPY, one result entry per drop."""
+def _order_rows(
+    row: Batch, decisions: Decisions, order_ids: list[str], now: datetime
+) -> list[tuple]:
+    """One order per pickup group with an accepted drop, as tuples of ORDER_FIELDS."""
+    business_id, batch_id, environment = str(row.business_id), str(row.pk), row.environment
+    groups = decisions.batch.groups
+    # The pickup as located, one per group (its drops share it), for the groups that ship.
+    located = {d.group: d.pickup for d in decisions.drops if d.reason is None}
+    rows = []
+    for index, pickup in located.items():
+        given = groups[index].pickup
+        rows.append((
+            order_ids[index], batch_id, business_id, environment, given.name, given.phone,
+            pickup.pin[0], pickup.pin[1], given.place.address, pickup.resolved,
+            given.scheduled_at, now,
+        ))  # fmt: skip
+    return rows
+
+
+# Drops go to the database in chunks of this many rows (core.writes.insert_chunks): small
+# enough that PostgreSQL starts early, big enough that a chunk's overhead stays negligible.
+DROP_CHUNK_ROWS = 100
+
+
+def _drop_rows(
+    row: Batch,
+    decisions: Decisions,
+    order_ids: list[str],
+    till: Till,
+    now: datetime,
+    written: Written,
+) -> Iterator[list[tuple]]:
+    """The accepted drops as chunks of DROP_FIELDS tuples; on the way, every drop's result
+    entry in submission order and every charge go into `written` and `till`."""
     # Ids as text: COPY and the answer both want text, once per batch rather than per row.
     business_id, batch_id = str(row.business_id), str(row.pk)
     environment, currency = row.environment, settings.CURRENCY
-    written = Written([], [], [])
     groups = decisions.batch.groups
     # Ids and tokens for every drop at once (core/ids.py); rejected drops leave theirs unused.
     count = len(decisions.drops)
     drop_ids, tokens = uuid7_texts(count), url_tokens(count)
-    order_ids = uuid7_texts(len(groups))
     link = tracking_url("")
     first_step = now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
-    ordered: set[int] = set()
-    charge = till.record
+    charge, results = till.record, written.results
+    chunk: list[tuple] = []
     for n, decision in enumerate(decisions.drops):
         drop = decision.drop
         if decision.reason is not None:
-            written.results.append(
+            results.append(
                 {
                     "client_order_id": drop.client_order_id,
                     "external_waybill": drop.external_waybill,
@@ -414,33 +448,19 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
                 }
             )
             continue
-        pickup, located, price, group = (
-            decision.pickup,
-            decision.located,
-            decision.price,
-            decision.group,
-        )
-        group_pickup = groups[group].pickup
-        order_id = order_ids[group]
-        if group not in ordered:
-            ordered.add(group)
-            written.orders.append((
-                order_id, batch_id, business_id, environment, group_pickup.name,
-                group_pickup.phone, pickup.pin[0], pickup.pin[1], group_pickup.place.address,
-                pickup.resolved, group_pickup.scheduled_at, now,
-            ))  # fmt: skip
-        drop_id, token = drop_ids[n], tokens[n]
+        pickup, located, price = decision.pickup, decision.located, decision.price
+        scheduled = groups[decision.group].pickup.scheduled_at is not None
+        order_id, drop_id, token = order_ids[decision.group], drop_ids[n], tokens[n]
         charge(drop_id, price)
         pin = new_pin() if drop.wants_pin else None
         walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
         if walks:
             written.scenarios_from = first_step
-        written.drops.append((
+        chunk.append((
             drop_id, order_id, batch_id, business_id, environment, drop.client_order_id,
             drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
-            drop.place.address, located.resolved,
-            initial_status(scheduled=group_pickup.scheduled_at is not None), price, currency,
-            now, now, token, pin, drop.scenario, first_step if walks else None,
+            drop.place.address, located.resolved, initial_status(scheduled=scheduled), price,
+            currency, now, now, token, pin, drop.scenario, first_step if walks else None,
         ))  # fmt: skip
         entry = {
             "client_order_id": drop.client_order_id,
@@ -456,5 +476,10 @@ def _rows_of(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Wri
             entry |= decision.resolved_pins()
         if pin is not None:
             entry["dropoff_pin"] = pin
-        written.results.append(entry)
-    return written
+        results.append(entry)
+        if len(chunk) == DROP_CHUNK_ROWS:
+            written.accepted += len(chunk)
+            yield chunk
+            chunk = []
+    written.accepted += len(chunk)
+    yield chunk

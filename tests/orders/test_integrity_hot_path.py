@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 from decimal import Decimal
+from itertools import pairwise
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -22,6 +23,7 @@ from billing.models import EntryKind, InvoiceLine, LedgerEntry
 from billing.services import sandbox_top_up
 from core.formats import iso_z, money
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from orders.services import DROP_CHUNK_ROWS
 from tests.billing.helpers import (
     assert_debited_per_batch,
     assert_ledger_consistent,
@@ -427,3 +429,76 @@ def test_copy_stores_tabs_newlines_backslashes_quotes_and_khmer_byte_for_byte(
         assert entry["dropoff"]["address"] == expected[2]
         assert (row.order.pickup_name, row.order.pickup_address) == (pickup["name"], address)
         assert (entry["pickup"]["name"], entry["pickup"]["address"]) == (pickup["name"], address)
+
+
+# --- 7. drops stream into the database in chunks ---------------------------------------------
+
+SIEM_REAP = {"lat": 13.4125, "long": 103.8670}  # outside the demo area
+# Two and a half chunks (orders.services.DROP_CHUNK_ROWS), over three pickup groups.
+STREAMED = 2 * DROP_CHUNK_ROWS + DROP_CHUNK_ROWS // 2
+REFUSED_AT = {0, 7, DROP_CHUNK_ROWS - 1, DROP_CHUNK_ROWS, 2 * DROP_CHUNK_ROWS + 3, STREAMED - 1}
+
+
+@pytest.mark.parametrize(
+    "taken_at",
+    [None, 1, STREAMED - 2],
+    ids=["no id taken", "a taken id in the first chunk", "a taken id in the last chunk"],
+)
+def test_a_batch_of_several_chunks_answers_and_stores_in_submission_order(
+    open_for_business, per_km, api, taken_at
+):
+    tenant = per_km("100000.00")
+    if taken_at is not None:
+        bulk(api, tenant, group(drop(f"S-{taken_at}")))
+    before = wallet_of(tenant).balance
+    sent = [
+        drop(f"S-{n}", **(SIEM_REAP if n in REFUSED_AT else FAR if n % 3 else SHOP))
+        for n in range(STREAMED)
+    ]
+    cuts = (0, 40, DROP_CHUNK_ROWS + 60, STREAMED)  # groups straddle the chunks
+    groups = [group(*sent[a:b], name=f"Shop {g}") for g, (a, b) in enumerate(pairwise(cuts))]
+
+    with CaptureQueriesContext(connection) as queries:
+        response = bulk(api, tenant, *groups)
+
+    # A taken id stops the stream where the index meets it; the batch is written again.
+    rewritten = any(q["sql"].startswith("ROLLBACK TO SAVEPOINT") for q in queries)
+    assert rewritten == (taken_at is not None)
+    expected = [
+        "OUT_OF_SERVICE_AREA"
+        if n in REFUSED_AT
+        else "DUPLICATE_CLIENT_ORDER_ID"
+        if n == taken_at
+        else "accepted"
+        for n in range(STREAMED)
+    ]
+    assert outcomes(response) == expected
+    data = response.json()["data"]
+    assert [o["client_order_id"] for o in data["orders"]] == [d["client_order_id"] for d in sent]
+    accepted = [o for o in data["orders"] if o["status"] == "accepted"]
+    assert (
+        data["counts"]["accepted"]
+        == len(accepted)
+        == STREAMED - len(REFUSED_AT) - (taken_at is not None)
+    )
+    # Every accepted drop is stored once, as answered, under its own group's order.
+    rows = {
+        d.client_order_id: d
+        for d in Drop.objects.filter(batch_id=data["batch_id"]).select_related("order")
+    }
+    assert sorted(rows) == sorted(o["client_order_id"] for o in accepted)
+    for entry in accepted:
+        row = rows[entry["client_order_id"]]
+        n = int(entry["client_order_id"].removeprefix("S-"))
+        group_of = next(g for g, cut in enumerate(cuts[1:]) if n < cut)
+        assert (str(row.pk), str(row.order_id), money(row.price)) == (
+            entry["drop_id"],
+            entry["pass_order_id"],
+            entry["price"],
+        )
+        assert row.order.pickup_name == f"Shop {group_of}"
+    assert Order.objects.filter(batch_id=data["batch_id"]).count() == len(groups)
+    charged = sum(Decimal(o["price"]) for o in accepted)
+    debit = batch_debit(data["batch_id"])
+    assert (debit.amount, debit.note) == (-charged, f"{len(accepted)} drops")
+    assert assert_ledger_consistent(tenant) == before - charged
