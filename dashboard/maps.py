@@ -16,6 +16,7 @@ from django.urls import reverse
 from geo.geometry import geometry_from_geojson, leaflet_polygons
 from geo.models import ServiceArea
 from orders.models import Drop, DropStatus
+from orders.selectors import batch_drops
 from tracking.page_data import courier_at, map_tiles
 
 Polygon = list[list[list[float]]]  # rings of [lat, long]
@@ -69,8 +70,18 @@ def batch_map(*, business, batch_id) -> BatchMap:
     statuses = list(DropStatus.values)
     pins, pickups, by_status = [], {}, {}
     counts: Counter[str] = Counter()
-    rows = Drop.objects.filter(business=business, batch_id=batch_id).values_list(
-        "id", "client_order_id", "lat", "long", "status", "order__pickup_lat", "order__pickup_long"
+    rows = (
+        batch_drops(batch_id)
+        .filter(business=business)
+        .values_list(
+            "id",
+            "client_order_id",
+            "lat",
+            "long",
+            "status",
+            "order__pickup_lat",
+            "order__pickup_long",
+        )
     )
     for pk, client_order_id, lat, long, status, pickup_lat, pickup_long in rows.order_by():
         pins.append([lat, long, statuses.index(status), client_order_id, str(pk)])

@@ -249,8 +249,10 @@ class Drop(models.Model):
     order = models.ForeignKey(
         Order, on_delete=models.PROTECT, related_name="drops", db_constraint=False
     )
+    # No index of its own: a batch's drops are found through its orders (orders.batch_id,
+    # then drops.order_id), which a new drop's row would otherwise be indexed for twice.
     batch = models.ForeignKey(
-        Batch, on_delete=models.PROTECT, related_name="drops", db_constraint=False
+        Batch, on_delete=models.PROTECT, related_name="drops", db_constraint=False, db_index=False
     )
     # Every index of drops that looks up by business leads with it: no index of its own.
     business = models.ForeignKey(

@@ -166,10 +166,11 @@ def page_keys(
     """(id, sort time) of up to limit + 1 drops after `after`, in listing order (one query)."""
     order = ("key", "id") if filters.by_change else ("-key", "-id")
     rows = Drop.objects.filter(business=business).order_by()
+    # A batch's drops are found through its orders (orders.models.Drop.batch).
     if filters.batch_id is not None:
-        rows = rows.filter(batch_id=filters.batch_id)
+        rows = rows.filter(order__batch_id=filters.batch_id)
     if filters.batch_ids:
-        rows = rows.filter(batch_id__in=list(filters.batch_ids))
+        rows = rows.filter(order__batch_id__in=list(filters.batch_ids))
     if filters.created_since is not None:
         rows = rows.filter(created_at__gte=filters.created_since)
     if filters.created_before is not None:
