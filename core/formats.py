@@ -11,7 +11,9 @@ CENT = Decimal("0.01")
 def iso_z(moment: datetime | None) -> str | None:
     if moment is None:
         return None
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if moment.tzinfo is not UTC:  # most are UTC already: no conversion for them
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"  # "+00:00" -> "Z"
 
 
 def money(value: Decimal | None) -> str | None:

@@ -22,7 +22,7 @@ FINISHED = frozenset({DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCEL
 class EtaModel:
     """The model's settings, read once for a whole listing of entries."""
 
-    __slots__ = ("dispatch", "handling", "speed_kmh", "texts")
+    __slots__ = ("dispatch", "handling", "speed_kmh", "starts", "texts")
 
     def __init__(self) -> None:
         self.speed_kmh = settings.COURIER_SPEED_KMH
@@ -30,6 +30,9 @@ class EtaModel:
         self.dispatch = timedelta(minutes=settings.DISPATCH_MINUTES)
         # The drops of one batch share their pickup time: its text is made once.
         self.texts: dict[datetime, str] = {}
+        # (pickup time, now) -> the pickup's text, and when a drop with no way to go would be
+        # done (pickup + both handlings): all that the drops of one batch share.
+        self.starts: dict[tuple[datetime, datetime], tuple[str, datetime]] = {}
 
     def _text(self, moment: datetime) -> str:
         text = self.texts.get(moment)
@@ -50,14 +53,17 @@ class EtaModel:
         if status in FINISHED:
             return None
         travel = timedelta(hours=km / self.speed_kmh)
-        handling = self.handling
         if picked_up_at is not None:
             return {
                 "pickup_at": self._text(picked_up_at),
-                "dropoff_at": iso_z(max(picked_up_at + travel + handling, now)),
+                "dropoff_at": iso_z(max(picked_up_at + travel + self.handling, now)),
             }
-        pickup_at = max(pickup_time + self.dispatch, now)
-        return {
-            "pickup_at": self._text(pickup_at),
-            "dropoff_at": iso_z(pickup_at + handling + travel + handling),
-        }
+        start = self.starts.get((pickup_time, now))
+        if start is None:
+            pickup_at = max(pickup_time + self.dispatch, now)
+            start = self.starts[pickup_time, now] = (
+                iso_z(pickup_at),
+                pickup_at + self.handling + self.handling,
+            )
+        pickup_text, handled = start
+        return {"pickup_at": pickup_text, "dropoff_at": iso_z(handled + travel)}

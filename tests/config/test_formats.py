@@ -1,7 +1,7 @@
 """Wire formats: values the database formats (core/functions.py) equal Python's own."""
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
@@ -30,6 +30,27 @@ def test_isoz_formats_a_timestamp_exactly_like_iso_z(db, moment):
     ).values_list("t", flat=True)
 
     assert list(formatted) == [iso_z(moment)]
+
+
+@pytest.mark.parametrize(
+    ("moment", "text"),
+    [
+        (datetime(2026, 11, 23, 3, 0, 0, tzinfo=UTC), "2026-11-23T03:00:00.000Z"),
+        (datetime(2026, 11, 23, 3, 0, 0, 123999, tzinfo=UTC), "2026-11-23T03:00:00.123Z"),
+        # Another zone is converted first (the UTC fast path must not skip it).
+        (
+            datetime(2026, 11, 23, 10, 0, 0, 5000, tzinfo=timezone(timedelta(hours=7))),
+            "2026-11-23T03:00:00.005Z",
+        ),
+        (
+            datetime(2026, 11, 23, 1, 30, tzinfo=timezone(timedelta(hours=-1, minutes=-30))),
+            "2026-11-23T03:00:00.000Z",
+        ),
+    ],
+    ids=str,
+)
+def test_iso_z_is_utc_with_milliseconds_and_z(moment, text):
+    assert iso_z(moment) == text
 
 
 def test_isoz_keeps_null(db):
