@@ -12,10 +12,10 @@ from collections import defaultdict
 from datetime import datetime
 
 import orjson
-from django.db import connection
 from django.utils import timezone
 
 from core.functions import IsoZ, MoneyText, UuidText
+from core.reads import driver_rows
 from geo.geometry import haversine_km
 from orders.links import tracking_url
 from orders.models import (
@@ -179,13 +179,9 @@ def _by_client_order_ids(business, environment: str, ids: list[str], columns) ->
 
 
 def _rows(queryset, columns) -> list[tuple]:
-    """The queryset's `columns` as the driver's tuples: Django's SQL, without its row-by-row
-    conversion (which a JSON column turns into a rebuilt list and tuple per row). Every
+    """The queryset's `columns` as the driver's tuples (core.reads.driver_rows): every
     column here is already in its wire form (text, numbers), except JSON, left as text."""
-    sql, params = queryset.values_list(*columns).query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+    return driver_rows(queryset.values_list(*columns))
 
 
 def _choose(rows: list[tuple]) -> dict[str, tuple]:

@@ -1,0 +1,49 @@
+"""Many rows read as the driver gives them: tuples, taken in chunks as the server finds them.
+
+Django's own iteration converts every value of every row (and rebuilds a row with a JSON
+column); a read whose columns are already in their wire form (core/functions.py) needs none
+of that. On PostgreSQL the rows are streamed in chunks (libpq's chunked rows mode), so
+turning one chunk into tuples overlaps with the server finding the next: ~2 ms of 1000
+tracking entries (docs/decisions.md, issue 18).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from django.db import connection
+from django.db.models import QuerySet
+
+ROWS_PER_CHUNK = 100
+
+
+def driver_rows(queryset: QuerySet) -> list[tuple]:
+    """The rows of `queryset` (a values_list) as the driver's tuples, unconverted.
+
+    The statement goes through Django's execute wrappers (the request's database timer)
+    and into its query log like any other.
+    """
+    sql, params = queryset.query.sql_with_params()
+    rows: list[tuple] = []
+    with connection.cursor() as cursor:
+
+        def read(sql, params, many, context) -> None:
+            connection.validate_no_broken_transaction()
+            with connection.wrap_database_errors:
+                if connection.vendor == "postgresql":
+                    rows.extend(cursor.cursor.stream(sql, params, size=ROWS_PER_CHUNK))
+                else:
+                    cursor.cursor.execute(sql, params)
+                    rows.extend(cursor.cursor.fetchall())
+
+        execute = read
+        for wrapper in reversed(connection.execute_wrappers):
+            execute = functools.partial(wrapper, execute)
+        started = time.monotonic()
+        execute(sql, params, False, {"connection": connection, "cursor": cursor})
+        if connection.queries_logged:
+            connection.queries_log.append(
+                {"sql": sql, "time": f"{time.monotonic() - started:.3f}"}
+            )
+    return rows

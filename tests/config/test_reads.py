@@ -1,0 +1,68 @@
+"""core.reads.driver_rows: rows as the driver's tuples, streamed in chunks on PostgreSQL,
+and still a statement like any other for Django (wrappers, query log, errors)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F
+from django.db.models.functions import Concat
+from django.test.utils import CaptureQueriesContext
+
+from core.functions import UuidText
+from core.models import RateCounter
+from core.reads import ROWS_PER_CHUNK, driver_rows
+from core.writes import insert_rows
+
+MANY = 2 * ROWS_PER_CHUNK + 7  # more than one chunk, and a last one that is not full
+
+
+@pytest.fixture
+def counters(db):
+    insert_rows(
+        RateCounter,
+        ("key", "window_end_ms", "hits"),
+        [(f"k{n:04d}", n, n % 3) for n in range(MANY)],
+    )
+
+
+def test_every_row_in_order_over_several_chunks(counters):
+    query = RateCounter.objects.order_by("key").values_list("key", "window_end_ms", "hits")
+
+    rows = driver_rows(query)
+
+    assert rows == list(query)
+    assert len(rows) == MANY and all(type(row) is tuple for row in rows)
+
+
+def test_computed_columns_come_as_the_database_made_them(alice):
+    query = (
+        type(alice.business)
+        .objects.filter(pk=alice.business.pk)
+        .values_list(UuidText("id"), Concat(F("name"), F("name")))
+    )
+
+    assert driver_rows(query) == [(str(alice.business.pk), alice.business.name * 2)]
+
+
+def test_the_statement_passes_the_execute_wrappers_and_the_query_log(counters):
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with CaptureQueriesContext(connection) as captured, connection.execute_wrapper(wrapper):
+        driver_rows(RateCounter.objects.values_list("key"))
+
+    assert len(seen) == 1 and seen[0].startswith("SELECT")
+    assert [q["sql"] for q in captured] == seen
+
+
+def test_a_failing_statement_raises_djangos_error_and_spoils_only_its_transaction(counters):
+    broken = RateCounter.objects.extra(select={"boom": "1 / (hits - hits)"}).values_list("boom")
+
+    with pytest.raises(DatabaseError), transaction.atomic():
+        driver_rows(broken)
+
+    assert len(driver_rows(RateCounter.objects.values_list("key"))) == MANY
