@@ -43,7 +43,5 @@ def driver_rows(queryset: QuerySet) -> list[tuple]:
         started = time.monotonic()
         execute(sql, params, False, {"connection": connection, "cursor": cursor})
         if connection.queries_logged:
-            connection.queries_log.append(
-                {"sql": sql, "time": f"{time.monotonic() - started:.3f}"}
-            )
+            connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
     return rows

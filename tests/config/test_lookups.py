@@ -45,6 +45,29 @@ def test_text_matches_exactly_whatever_it_holds():
 
 
 @pytest.mark.django_db
+def test_values_holding_the_separator_or_empty_still_match_exactly():
+    odd = ["unit\x1fseparator", "", "plain", "\x1f"]
+    RateCounter.objects.bulk_create(
+        RateCounter(key=key, window_end_ms=n, hits=1) for n, key in enumerate(odd)
+    )
+
+    assert keys(key__any=odd) == set(odd)
+    assert keys(key__any=["unit", "separator", "\x1f\x1f"]) == set()
+    assert keys(key__any=["", "absent"]) == {""}
+
+
+@pytest.mark.django_db
+def test_the_planner_sees_the_values_themselves():
+    # Folded into a constant array when the statement is planned (as an array parameter
+    # would be), not a subquery the planner cannot look into and guesses the size of.
+    plan = RateCounter.objects.filter(key__any=[f"V-{n}" for n in range(50)]).explain()
+    assert "'{V-0,V-1,V-2," in plan and "InitPlan" not in plan, plan
+
+    odd = RateCounter.objects.filter(key__any=["V-0", "V-\x1f"]).explain()
+    assert "jsonb_array_elements_text" in odd, odd  # the fallback
+
+
+@pytest.mark.django_db
 def test_a_value_longer_than_the_column_is_not_cut_to_fit():
     longest = "k" * RateCounter._meta.get_field("key").max_length
     RateCounter.objects.create(key=longest, window_end_ms=1, hits=1)
