@@ -13,17 +13,20 @@ from datetime import timedelta
 from decimal import Decimal
 from itertools import pairwise
 
+import psycopg
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from accounts.models import BillingModel
 from billing.models import EntryKind, InvoiceLine, LedgerEntry
 from billing.services import sandbox_top_up
 from core.formats import iso_z, money
-from orders.models import DeliveryEvent, Drop, DropStatus, Order
-from orders.services import DROP_CHUNK_ROWS
+from core.writes import insert_rows
+from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
+from orders.services import DROP_CHUNK_ROWS, DROP_FIELDS, ORDER_FIELDS
 from tests.billing.helpers import (
     assert_debited_per_batch,
     assert_ledger_consistent,
@@ -388,6 +391,70 @@ def test_an_order_of_another_business_than_its_batch_is_refused(two_batches, bob
         with connection.cursor() as cursor:  # it is checked at commit: check it now
             cursor.execute("SET CONSTRAINTS order_belongs_to_its_batch IMMEDIATE")
         order.save(force_insert=True)
+
+
+def _orders_read_by(session, statement) -> int:
+    """Rows of orders that `statement` read by sequential scan, in `session`'s transaction."""
+    read = "SELECT seq_tup_read FROM pg_stat_xact_user_tables WHERE relname = 'orders_order'"
+    before = session.execute(read).fetchone()[0]
+    statement()
+    return session.execute(read).fetchone()[0] - before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_owner_check_is_planned_for_the_drops_of_each_statement(alice):
+    """A connection's first statement must not fix the check's plan for its later ones.
+
+    The check once kept the plan of a connection's first insert: for one drop and a few
+    orders, a nested loop reading every order for every drop; a later batch of thousands of
+    drops then read the orders table thousands of times over (orders migration 0012).
+    """
+    business, now = alice.business, timezone.now()
+    small, big = (
+        Batch.objects.create(
+            business=business, environment="sandbox", client_batch_id=name, fingerprint="f",
+            created_at=now,
+        )
+        for name in ("SMALL", "BIG")
+    )  # fmt: skip
+    first = [order_row(small, now)]
+    insert_rows(Order, ORDER_FIELDS, first)
+    params = connection.settings_dict
+    with psycopg.connect(
+        host=params["HOST"], port=params["PORT"], user=params["USER"], dbname=params["NAME"]
+    ) as session:  # a fresh session: nothing planned in it yet
+        with connection.cursor() as cursor:  # statistics that say: a handful of orders
+            cursor.execute("ANALYZE orders_order")
+        copy_drops(session, first[0], 1)  # planned here, for one drop and one order
+        many = [order_row(big, now) for _ in range(2000)]
+        insert_rows(Order, ORDER_FIELDS, many)  # committed: the session sees them
+
+        read = _orders_read_by(session, lambda: copy_drops(session, many[-1], 1000))
+
+        session.rollback()
+    # Planned for 1000 drops and 2001 orders: one pass over the orders at most, where the
+    # first statement's plan read them once per drop (2,001,000 rows).
+    assert read <= len(many) + 1, read
+
+
+def order_row(batch, now) -> tuple:
+    return (
+        str(uuid.uuid4()), str(batch.pk), str(batch.business_id), batch.environment, "Shop",
+        "+85512345678", 11.5564, 104.9282, None, False, None, now,
+    )  # fmt: skip
+
+
+def copy_drops(session, order: tuple, count: int) -> None:
+    order_id, batch_id, business_id, environment = order[:4]
+    fields = ", ".join(DROP_FIELDS)
+    with session.cursor().copy(f"COPY orders_drop ({fields}) FROM STDIN") as copy:
+        for _ in range(count):
+            copy.write_row((
+                str(uuid.uuid4()), order_id, batch_id, business_id, environment,
+                f"PLAN-{uuid.uuid4().hex}", None, "Recipient", "+85512345679", 11.5696,
+                104.921, None, False, "PENDING", Decimal("2.80"), "USD", timezone.now(),
+                timezone.now(), uuid.uuid4().hex[:22], None, None, None,
+            ))  # fmt: skip
 
 
 # --- 6. COPY stores any text byte for byte -------------------------------------------------
