@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -95,15 +96,14 @@ def insert_chunks(
         return 0
     sql, encode = _copy_plan(model, tuple(fields))
     started = time.monotonic()
-    count = len(first)
+    count = 0
     # wrap_database_errors: a refused row raises Django's IntegrityError, as any insert does.
     with (
         connection.wrap_database_errors,
         connection.cursor() as cursor,
         cursor.cursor.copy(sql, writer=_SendingWriter(cursor.cursor)) as copy,
     ):
-        copy.write(encode(first))
-        for chunk in chunks:
+        for chunk in chain([first], chunks):
             if chunk:
                 copy.write(encode(chunk))
                 count += len(chunk)
