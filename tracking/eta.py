@@ -5,11 +5,17 @@ scheduled time, else when the order was created), or now if that is already past
 follows after HANDLING_MINUTES at the pickup, the haversine distance at COURIER_SPEED_KMH
 and HANDLING_MINUTES at the drop. After pickup: from the pickup event, the travel and the
 drop's handling, or now if that is already past. None once delivered, failed or cancelled.
+
+A tracking answer makes one ETA per drop, so the per-drop part counts in whole microseconds
+since the epoch rather than in datetimes: a timedelta from a float of hours and an
+isoformat() cost ~2 µs a drop, ~2 ms of 1000 (docs/decisions.md, issue 18). The arithmetic
+is timedelta's own (microseconds, the fraction rounded half to even), so the moments are
+the ones datetimes would give.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
@@ -18,11 +24,22 @@ from orders.models import DropStatus
 
 FINISHED = frozenset({DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED})
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+US_PER_HOUR = 3_600_000_000
+# The tail of a wire time (":SS.mmmZ") from its second and millisecond: two list lookups.
+_SECONDS = [f":{second:02d}" for second in range(60)]
+_MILLIS = [f".{milli:03d}Z" for milli in range(1000)]
+
+
+def epoch_us(moment: datetime) -> int:
+    return (moment - EPOCH) // MICROSECOND
+
 
 class EtaModel:
     """The model's settings, read once for a whole listing of entries."""
 
-    __slots__ = ("dispatch", "handling", "speed_kmh", "starts", "texts")
+    __slots__ = ("dispatch", "handling", "minutes", "speed_kmh", "starts", "texts")
 
     def __init__(self) -> None:
         self.speed_kmh = settings.COURIER_SPEED_KMH
@@ -31,14 +48,32 @@ class EtaModel:
         # The drops of one batch share their pickup time: its text is made once.
         self.texts: dict[datetime, str] = {}
         # (pickup time, now) -> the pickup's text, and when a drop with no way to go would be
-        # done (pickup + both handlings): all that the drops of one batch share.
-        self.starts: dict[tuple[datetime, datetime], tuple[str, datetime]] = {}
+        # done (pickup + both handlings, epoch µs): all that the drops of one batch share.
+        self.starts: dict[tuple[datetime, datetime], tuple[str, int]] = {}
+        # Minutes since the epoch -> "YYYY-MM-DDTHH:MM": the drops of a batch arrive within
+        # a few minutes of each other.
+        self.minutes: dict[int, str] = {}
 
     def _text(self, moment: datetime) -> str:
         text = self.texts.get(moment)
         if text is None:
             text = self.texts[moment] = iso_z(moment)
         return text
+
+    def _wire(self, us: int) -> str:
+        """iso_z of the moment `us` microseconds after the epoch (milliseconds truncated)."""
+        minute, millis = divmod(us // 1000, 60_000)
+        prefix = self.minutes.get(minute)
+        if prefix is None:
+            prefix = self.minutes[minute] = iso_z(EPOCH + timedelta(minutes=minute))[:16]
+        second, milli = divmod(millis, 1000)
+        return prefix + _SECONDS[second] + _MILLIS[milli]
+
+    def _travel_us(self, km: float) -> int:
+        """timedelta(hours=km / speed) in microseconds, rounded as timedelta rounds."""
+        hours = km / self.speed_kmh
+        whole = int(hours)
+        return whole * US_PER_HOUR + round((hours - whole) * US_PER_HOUR)
 
     def of(
         self,
@@ -52,18 +87,18 @@ class EtaModel:
         """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop."""
         if status in FINISHED:
             return None
-        travel = timedelta(hours=km / self.speed_kmh)
         if picked_up_at is not None:
+            done = epoch_us(picked_up_at + self.handling) + self._travel_us(km)
             return {
                 "pickup_at": self._text(picked_up_at),
-                "dropoff_at": iso_z(max(picked_up_at + travel + self.handling, now)),
+                "dropoff_at": self._wire(max(done, epoch_us(now))),
             }
         start = self.starts.get((pickup_time, now))
         if start is None:
             pickup_at = max(pickup_time + self.dispatch, now)
             start = self.starts[pickup_time, now] = (
                 iso_z(pickup_at),
-                pickup_at + self.handling + self.handling,
+                epoch_us(pickup_at + self.handling + self.handling),
             )
         pickup_text, handled = start
-        return {"pickup_at": pickup_text, "dropoff_at": iso_z(handled + travel)}
+        return {"pickup_at": pickup_text, "dropoff_at": self._wire(handled + self._travel_us(km))}

@@ -5,10 +5,12 @@ The demo drop is ~1.66 km from its shop: at 25 km/h that is 3 min 59 s of travel
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from core.formats import iso_z
 from tests.tracking.helpers import advance, cancel, entries, place
 from tracking.eta import EtaModel
 
@@ -74,3 +76,34 @@ def test_tracking_entries_carry_the_eta_through_the_lifecycle(open_for_business,
     delivered = entries(advance(api, alice.sandbox_key, "E-1"))["E-1"]
     cancelled = entries(cancel(api, alice.sandbox_key, "E-2"))["E-2"]
     assert delivered["eta"] is None and cancelled["eta"] is None
+
+
+def _by_datetimes(model, *, pickup_time, picked_up_at, km, now):
+    """The model in plain datetime arithmetic, as DESIGN.md §14 words it."""
+    travel = timedelta(hours=km / model.speed_kmh)
+    if picked_up_at is not None:
+        dropoff = max(picked_up_at + travel + model.handling, now)
+        return {"pickup_at": iso_z(picked_up_at), "dropoff_at": iso_z(dropoff)}
+    pickup = max(pickup_time + model.dispatch, now)
+    return {"pickup_at": iso_z(pickup), "dropoff_at": iso_z(pickup + 2 * model.handling + travel)}
+
+
+def test_the_microsecond_arithmetic_gives_the_moments_datetimes_give():
+    """tracking/eta.py counts in epoch microseconds for speed; every moment must be the one
+    timedelta arithmetic gives, to the millisecond of the wire format: distances of less
+    than a metre to beyond an hour's travel, fractions that round half to even, minute and
+    day boundaries, and a late 'now'."""
+    model = EtaModel()
+    rng = random.Random(18)
+    half_us_km = model.speed_kmh * 0.5 / 3_600_000_000  # half a microsecond of travel
+    distances = [0.0, 1e-9, half_us_km, 3 * half_us_km, 25.0, 2500.0, 0.1 + 0.2]
+    distances += [rng.uniform(0, 60) for _ in range(3000)]
+    distances += [rng.uniform(0, 5000) for _ in range(1000)]
+    boundary = datetime(2026, 12, 31, 23, 59, 59, 999_500, tzinfo=UTC)
+    for i, km in enumerate(distances):
+        pickup_time = boundary - timedelta(microseconds=rng.randrange(0, 10**11))
+        now = pickup_time + timedelta(microseconds=rng.randrange(-(10**10), 10**10))
+        picked_up_at = None if i % 3 else pickup_time + timedelta(seconds=rng.uniform(0, 5000))
+        args = {"pickup_time": pickup_time, "picked_up_at": picked_up_at, "km": km, "now": now}
+        status = "PENDING" if picked_up_at is None else "PICKED_UP"
+        assert model.of(status=status, **args) == _by_datetimes(model, **args), args
