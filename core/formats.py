@@ -16,6 +16,28 @@ def iso_z(moment: datetime | None) -> str | None:
     return moment.isoformat(timespec="milliseconds")[:-6] + "Z"  # "+00:00" -> "Z"
 
 
+class WireTimes:
+    """Times read as the database's text (core.functions.TimeText) in iso_z's form, each
+    distinct text parsed once: for one answer, whose rows share a handful of times."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+
+    def iso_z(self, stored: str) -> str:
+        text = self.texts.get(stored)
+        if text is None:
+            text = self.texts[stored] = iso_z(moment_of(stored))
+        return text
+
+
+def moment_of(stored: str) -> datetime:
+    """A time as the database's text (an offset on PostgreSQL, none on SQLite: UTC)."""
+    moment = datetime.fromisoformat(stored)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def money(value: Decimal | None) -> str | None:
     if value is None:
         return None

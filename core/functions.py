@@ -65,3 +65,19 @@ class MoneyText(Func):
         # the SQLite backend turns into the "%" of printf's format.
         template = "printf('%%%%.2f', %(expressions)s)"
         return self.as_sql(compiler, connection, template=template, **extra)
+
+
+class TimeText(Func):
+    """A timestamp as the database writes it, for core.reads.driver_rows, which reads it as
+    text: on PostgreSQL `2026-11-23 08:55:47.848225+00` (ISO DateStyle, which psycopg needs
+    anyway, and the connection's UTC), on SQLite as stored. core.formats.WireTimes turns each
+    distinct value into iso_z's form once: the drops of a batch share theirs, and the
+    server's own output costs a third of to_char's (docs/decisions.md, issue 18)."""
+
+    output_field = TextField()
+    arity = 1
+    template = "%(expressions)s"
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # A plain column would meet Django's converter for its declared type (a datetime).
+        return self.as_sql(compiler, connection, template="CAST(%(expressions)s AS TEXT)", **extra)

@@ -4,7 +4,8 @@ Django's own iteration converts every value of every row (and rebuilds a row wit
 column); a read whose columns are already in their wire form (core/functions.py) needs none
 of that. On PostgreSQL the rows are streamed in chunks (libpq's chunked rows mode), so
 turning one chunk into tuples overlaps with the server finding the next: ~2 ms of 1000
-tracking entries (docs/decisions.md, issue 18).
+tracking entries (docs/decisions.md, issue 18). Times arrive as the text the server wrote
+(core.functions.TimeText), not as datetimes.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import time
 
 from django.db import connection
 from django.db.models import QuerySet
+from psycopg.types.string import TextLoader
 
 ROWS_PER_CHUNK = 100
 
 
 def driver_rows(queryset: QuerySet) -> list[tuple]:
-    """The rows of `queryset` (a values_list) as the driver's tuples, unconverted.
+    """The rows of `queryset` (a values_list) as the driver's tuples, unconverted; a
+    timestamp as the text the server wrote.
 
     The statement goes through Django's execute wrappers (the request's database timer)
     and into its query log like any other.
@@ -32,6 +35,8 @@ def driver_rows(queryset: QuerySet) -> list[tuple]:
             connection.validate_no_broken_transaction()
             with connection.wrap_database_errors:
                 if connection.vendor == "postgresql":
+                    for time_type in ("timestamptz", "timestamp"):
+                        cursor.cursor.adapters.register_loader(time_type, TextLoader)
                     rows.extend(cursor.cursor.stream(sql, params, size=ROWS_PER_CHUNK))
                 else:
                     cursor.cursor.execute(sql, params)

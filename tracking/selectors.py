@@ -12,9 +12,11 @@ from collections import defaultdict
 from datetime import datetime
 
 import orjson
+from django.db.models.functions import NullIf
 from django.utils import timezone
 
-from core.functions import IsoZ, MoneyText, UuidText
+from core.formats import WireTimes, moment_of
+from core.functions import IsoZ, MoneyText, TimeText, UuidText
 from core.reads import driver_rows
 from geo.geometry import haversine_km
 from orders.links import tracking_url
@@ -34,17 +36,18 @@ from tracking.proof import photo_url
 
 # A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples in
 # this order (_rows): its own row only. What the drops of one order share (the pickup, the
-# driver) is read once per order.
+# driver, the batch and the environment, which the ownership trigger keeps equal to the
+# order's: orders migration 0009) is read once per order. Times come as the database's
+# text, turned into the wire's once per distinct value (core.formats.WireTimes); the last
+# change only when it differs from the creation (most drops have not moved).
 _DROP_COLUMNS = (
     "client_order_id",
     "status",
-    IsoZ("created_at"),
+    TimeText("created_at"),
     UuidText("id"),
     UuidText("order_id"),
-    UuidText("batch_id"),
-    IsoZ("updated_at"),
+    NullIf(TimeText("updated_at"), TimeText("created_at")),
     "external_waybill",
-    "environment",
     "recipient_name",
     "recipient_phone",
     "lat",
@@ -63,6 +66,8 @@ _DROP_COLUMNS = (
 _CLIENT_ORDER_ID, _STATUS, _CREATED, _DROP_ID, _ORDER_ID = 0, 1, 2, 3, 4
 _ORDER_COLUMNS = (
     UuidText("id"),
+    UuidText("batch_id"),
+    "environment",
     "pickup_name",
     "pickup_phone",
     "pickup_lat",
@@ -95,7 +100,7 @@ def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
 
 def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
     """identifier → the id of its active drop, else its newest (one or two queries)."""
-    columns = ("client_order_id", "status", IsoZ("created_at"), UuidText("id"))
+    columns = ("client_order_id", "status", TimeText("created_at"), UuidText("id"))
     chosen = _choose(_by_client_order_ids(business, environment, list(set(identifiers)), columns))
     return {identifier: uuid.UUID(row[_DROP_ID]) for identifier, row in chosen.items()}
 
@@ -118,10 +123,21 @@ def _entries(rows) -> dict[str, dict]:
 class _Order:
     """What every drop of one order shows alike; the entries share these dicts (read only)."""
 
-    __slots__ = ("driver", "initial", "lat", "long", "pickup", "scheduled")
+    __slots__ = (
+        "batch_id",
+        "driver",
+        "environment",
+        "initial",
+        "lat",
+        "long",
+        "pickup",
+        "scheduled",
+    )
 
     def __init__(self, row: tuple) -> None:
-        _, name, phone, lat, long, address, resolved, scheduled, driver, driver_phone = row
+        (_, batch_id, environment, name, phone, lat, long, address, resolved, scheduled, driver,
+         driver_phone) = row  # fmt: skip
+        self.batch_id, self.environment = batch_id, environment
         self.lat, self.long, self.scheduled = lat, long, scheduled
         self.initial = initial_status(scheduled=scheduled is not None)
         self.pickup = {
@@ -198,7 +214,10 @@ def _preferred(row: tuple, current: tuple) -> bool:
     row_active = row[_STATUS] in ACTIVE_STATUSES
     if row_active != (current[_STATUS] in ACTIVE_STATUSES):
         return row_active
-    return (row[_CREATED], row[_DROP_ID]) > (current[_CREATED], current[_DROP_ID])
+    return (moment_of(row[_CREATED]), row[_DROP_ID]) > (
+        moment_of(current[_CREATED]),
+        current[_DROP_ID],
+    )
 
 
 # Plain strings: an enum member costs a descriptor call on every access, thousands per answer.
@@ -207,15 +226,17 @@ _DELIVERED, _FAILED = DropStatus.DELIVERED.value, DropStatus.FAILED.value
 
 
 class _Context:
-    """What every entry of one answer shares: the time, the link prefix, the ETA model."""
+    """What every entry of one answer shares: the time, the link prefix, the ETA model, the
+    wire texts of the rows' times."""
 
-    __slots__ = ("eta", "link", "moments", "now")
+    __slots__ = ("eta", "link", "moments", "now", "times")
 
     def __init__(self) -> None:
         self.now = timezone.now()
         self.link = tracking_url("")
         self.eta = EtaModel()
         self.moments: dict[str, datetime] = {}
+        self.times = WireTimes()
 
     def _moment(self, text: str) -> datetime:
         """A wire time as a datetime, parsed once: the drops of a batch share theirs."""
@@ -225,9 +246,10 @@ class _Context:
         return moment
 
     def entry(self, row: tuple, order: _Order, moves) -> dict:
-        (client_order_id, status, created, drop_id, order_id, batch_id, updated, waybill,
-         environment, name, phone, lat, long, address, resolved, price, currency, token,
-         pod_method, pod_received_by, pod_photo, failure_reason) = row  # fmt: skip
+        (client_order_id, status, created, drop_id, order_id, changed, waybill, name, phone,
+         lat, long, address, resolved, price, currency, token, pod_method, pod_received_by,
+         pod_photo, failure_reason) = row  # fmt: skip
+        created = self.times.iso_z(created)
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
         if address is not None:
@@ -240,16 +262,16 @@ class _Context:
             "status": status,
             "drop_id": drop_id,
             "pass_order_id": order_id,
-            "batch_id": batch_id,
+            "batch_id": order.batch_id,
             "external_waybill": waybill,
-            "environment": environment,
+            "environment": order.environment,
             "pickup": order.pickup,
             "dropoff": dropoff,
             "driver": order.driver,
             "price": price,
             "currency": currency,
             "created_at": created,
-            "updated_at": updated,
+            "updated_at": created if changed is None else self.times.iso_z(changed),
             "events": events,
             # How many status events the drop has had: receivers order webhooks by it.
             "sequence": len(events),

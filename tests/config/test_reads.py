@@ -3,13 +3,16 @@ and still a statement like any other for Django (wrappers, query log, errors).""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import pytest
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
-from django.db.models.functions import Concat
+from django.db.models.functions import Concat, NullIf
 from django.test.utils import CaptureQueriesContext
 
-from core.functions import UuidText
+from core.formats import WireTimes, iso_z, moment_of
+from core.functions import TimeText, UuidText
 from core.models import RateCounter
 from core.reads import ROWS_PER_CHUNK, driver_rows
 from core.writes import insert_rows
@@ -66,3 +69,35 @@ def test_a_failing_statement_raises_djangos_error_and_spoils_only_its_transactio
         driver_rows(broken)
 
     assert len(driver_rows(RateCounter.objects.values_list("key"))) == MANY
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 11, 23, 8, 55, 47, 848_225, tzinfo=UTC),
+        datetime(2026, 11, 23, 8, 55, 47, tzinfo=UTC),  # no fraction: none written
+        datetime(2026, 11, 23, 8, 55, 47, 100_000, tzinfo=UTC),  # trailing zeros dropped
+        datetime(2026, 11, 23, 8, 55, 47, 999, tzinfo=UTC),  # under a millisecond
+        datetime(2026, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2026, 11, 23, 15, 0, tzinfo=timezone(timedelta(hours=7))),  # stored as UTC
+    ],
+)
+def test_a_time_comes_as_the_servers_text_and_reads_as_its_moment(alice, moment):
+    """TimeText reads a time as the database writes it; WireTimes gives iso_z's text of it,
+    and moment_of the moment itself, whatever fraction the database wrote."""
+    business = type(alice.business)
+    business.objects.filter(pk=alice.business.pk).update(
+        created_at=moment, approved_at=moment + timedelta(minutes=1)
+    )
+    query = business.objects.filter(pk=alice.business.pk).values_list(
+        TimeText("created_at"),
+        NullIf(TimeText("approved_at"), TimeText("created_at")),
+        NullIf(TimeText("created_at"), TimeText("created_at")),
+    )
+
+    [(created, approved, same)] = driver_rows(query)
+
+    assert type(created) is str and moment_of(created) == moment
+    assert WireTimes().iso_z(created) == iso_z(moment)
+    assert moment_of(approved) == moment + timedelta(minutes=1)
+    assert same is None
