@@ -51,3 +51,19 @@ def haversine_km(lat1: float, long1: float, lat2: float, long2: float) -> float:
     dp, dl = p2 - p1, math.radians(long2 - long1)
     a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
+
+
+class DistancesFrom:
+    """haversine_km from one point to many, to the last bit: the point's own terms once."""
+
+    __slots__ = ("cos_p1", "long1", "p1")
+
+    def __init__(self, lat: float, long: float) -> None:
+        self.p1, self.long1 = math.radians(lat), long
+        self.cos_p1 = math.cos(self.p1)
+
+    def km(self, lat: float, long: float) -> float:
+        p2 = math.radians(lat)
+        dp, dl = p2 - self.p1, math.radians(long - self.long1)
+        a = math.sin(dp / 2) ** 2 + self.cos_p1 * math.cos(p2) * math.sin(dl / 2) ** 2
+        return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))

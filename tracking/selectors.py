@@ -18,7 +18,7 @@ from django.utils import timezone
 from core.formats import WireTimes, moment_of
 from core.functions import IsoZ, MoneyText, TimeText, UuidText
 from core.reads import driver_rows
-from geo.geometry import haversine_km
+from geo.geometry import DistancesFrom
 from orders.links import tracking_url
 from orders.models import (
     ACTIVE_STATUSES,
@@ -72,7 +72,7 @@ _ORDER_COLUMNS = (
     "pickup_phone",
     "pickup_lat",
     "pickup_long",
-    "pickup_address",
+    "pickup_address",  # JSON text, like the drop's address
     "pickup_resolved",
     IsoZ("pickup_scheduled_at"),
     "driver__name",
@@ -125,11 +125,10 @@ class _Order:
 
     __slots__ = (
         "batch_id",
+        "distances",
         "driver",
         "environment",
         "initial",
-        "lat",
-        "long",
         "pickup",
         "scheduled",
     )
@@ -138,14 +137,14 @@ class _Order:
         (_, batch_id, environment, name, phone, lat, long, address, resolved, scheduled, driver,
          driver_phone) = row  # fmt: skip
         self.batch_id, self.environment = batch_id, environment
-        self.lat, self.long, self.scheduled = lat, long, scheduled
+        self.distances, self.scheduled = DistancesFrom(lat, long), scheduled
         self.initial = initial_status(scheduled=scheduled is not None)
         self.pickup = {
             "name": name,
             "phone": phone,
             "lat": lat,
             "long": long,
-            "address": address,
+            "address": None if address is None else orjson.loads(address),
             "scheduled_at": scheduled,
         }
         if resolved:
@@ -154,8 +153,8 @@ class _Order:
 
 
 def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
-    rows = Order.objects.filter(pk__any=[uuid.UUID(i) for i in order_ids])
-    return {row[0]: _Order(row) for row in rows.values_list(*_ORDER_COLUMNS)}
+    orders = Order.objects.filter(pk__any=[uuid.UUID(i) for i in order_ids]).order_by()
+    return {row[0]: _Order(row) for row in _rows(orders, _ORDER_COLUMNS)}
 
 
 def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
@@ -275,7 +274,7 @@ class _Context:
             "events": events,
             # How many status events the drop has had: receivers order webhooks by it.
             "sequence": len(events),
-            "eta": self._eta(status, created, order, lat, long, events),
+            "eta": self._eta(status, created, order, lat, long, moves),
             "tracking_url": self.link + token,
             "proof_of_delivery": None
             if status != _DELIVERED
@@ -284,12 +283,14 @@ class _Context:
         }
 
     def _eta(
-        self, status: str, created: str, order: _Order, lat: float, long: float, events
+        self, status: str, created: str, order: _Order, lat: float, long: float, moves
     ) -> dict | None:
         # The pickup time is when the drop started waiting for a courier; before that, when
         # it is scheduled (the sandbox test driver may dispatch a drop before its time).
-        picked_up = waiting = None
-        for event in events:
+        # Its creation is its first event (PENDING unless scheduled); then its moves.
+        waiting = created if order.initial == _PENDING else None
+        picked_up = None
+        for event in moves:
             moved_to = event["status"]
             if moved_to == _PENDING and waiting is None:
                 waiting = event["at"]
@@ -299,7 +300,7 @@ class _Context:
             status=status,
             pickup_time=self._moment(waiting or order.scheduled or created),
             picked_up_at=self._moment(picked_up) if picked_up else None,
-            km=haversine_km(order.lat, order.long, lat, long),
+            km=order.distances.km(lat, long),
             now=self.now,
         )
 

@@ -9,6 +9,7 @@ import pytest
 from core.formats import iso_z, money
 from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
+from tests.geo.helpers import CENTRAL_MARKET, CENTRAL_MARKET_PIN
 from tests.helpers import ROYAL_PALACE
 from tests.helpers import TRACKING_ENTRY_KEYS as ENTRY_KEYS
 from tests.tracking.helpers import THIS_AFTERNOON, advance, cancel, drop_in, entries, place
@@ -62,6 +63,26 @@ def test_tracking_shows_the_whole_story_of_a_moved_drop(open_for_business, alice
     assert entry["dropoff"]["resolved_pin"] == accepted["resolved_pin"]
     assert entry["dropoff"]["resolved_pin"] == {"lat": 11.5637, "long": 104.9311}
     assert entry["dropoff"]["address"]["complete_address"] == "Royal Palace, Phnom Penh"
+
+
+def test_a_pickup_given_by_address_shows_its_address_and_resolved_pin(
+    open_for_business, alice, api
+):
+    """The pickup's address is JSON in the database, read as text by tracking and parsed:
+    the entry carries the object the batch sent, not a string of it."""
+    by_address = group(drop("P-1"), drop("P-2"), address=CENTRAL_MARKET)
+    del by_address["pickup"]["lat"], by_address["pickup"]["long"]
+    answer = api.bulk(batch(by_address), alice.sandbox_key).json()["data"]
+    assert [o["status"] for o in answer["orders"]] == ["accepted", "accepted"], answer
+
+    tracked = entries(api.track(["P-1", "P-2"], alice.sandbox_key))
+
+    for entry in tracked.values():
+        assert entry["pickup"]["address"] == CENTRAL_MARKET
+        assert entry["pickup"]["resolved_pin"] == CENTRAL_MARKET_PIN
+        assert (entry["pickup"]["lat"], entry["pickup"]["long"]) == tuple(
+            CENTRAL_MARKET_PIN.values()
+        )
 
 
 def test_events_stay_in_order_across_separate_moves(open_for_business, alice, api):
