@@ -30,18 +30,28 @@ class Any(Lookup):
         # Text compares with text as it is: a cast to varchar(n) would cut longer values
         # short, and could make them match. Other types (uuid, integers) are cast.
         cast = "" if isinstance(field, CharField | TextField) else f"::{field.db_type(connection)}"
-        texts = [str(value) for value in self.rhs]
-        if all(t and _SEPARATOR not in t for t in texts):
+        form, values = any_values(self.rhs)
+        if form == "text":
             # string_to_array of a bound value is folded when the statement is planned, so
             # the planner knows the list and its length, as it would know an array's.
-            values = f"string_to_array(%s, E'\\x1f'){cast and cast + '[]'}"
-            return f"{lhs} = ANY({values})", [*lhs_params, _SEPARATOR.join(texts)]
-        # A value holding the separator, or an empty one: the list goes as JSON instead.
-        values = f"ARRAY(SELECT value{cast} FROM jsonb_array_elements_text(%s::jsonb) AS value)"
-        return f"{lhs} = ANY({values})", [*lhs_params, orjson.dumps(texts).decode()]
+            listed = f"string_to_array(%s, E'\\x1f'){cast and cast + '[]'}"
+        else:  # a value holding the separator, or an empty one: the list goes as JSON
+            listed = f"ARRAY(SELECT value{cast} FROM jsonb_array_elements_text(%s::jsonb) AS value)"
+        return f"{lhs} = ANY({listed})", [*lhs_params, values]
+
+
+def any_values(values) -> tuple[str, str]:
+    """How field__any sends `values` on PostgreSQL, as ("text", the values joined by the
+    separator) or, when a value holds the separator or is empty, ("json", a JSON array):
+    the one parameter, and the form that decides its SQL (core.reads.rows_compiled_once)."""
+    texts = list(map(str, values))
+    joined = _SEPARATOR.join(texts)
+    if all(texts) and joined.count(_SEPARATOR) == len(texts) - 1:
+        return "text", joined
+    return "json", orjson.dumps(texts).decode()
 
 
 _SEPARATOR = "\x1f"  # ASCII unit separator: rare in text, never in a UUID or a number
 
 
-__all__ = ["Any"]
+__all__ = ["Any", "any_values"]

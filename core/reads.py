@@ -6,18 +6,26 @@ of that. On PostgreSQL the rows are streamed in chunks (libpq's chunked rows mod
 turning one chunk into tuples overlaps with the server finding the next: ~2 ms of 1000
 tracking entries (docs/decisions.md, issue 18). Times arrive as the text the server wrote
 (core.functions.TimeText), not as datetimes.
+
+A read made on every request can keep the SQL Django compiled for it (rows_compiled_once):
+building and compiling a query of twenty expressions costs Django more than PostgreSQL
+takes to run it.
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Hashable, Sequence
 
 from django.db import connection
 from django.db.models import QuerySet
 from psycopg.types.string import TextLoader
 
 ROWS_PER_CHUNK = 100
+
+# (vendor, key) -> the SQL Django compiled for it (rows_compiled_once).
+_compiled: dict[tuple, str] = {}
 
 
 def driver_rows(queryset: QuerySet) -> list[tuple]:
@@ -27,7 +35,30 @@ def driver_rows(queryset: QuerySet) -> list[tuple]:
     The statement goes through Django's execute wrappers (the request's database timer)
     and into its query log like any other.
     """
-    sql, params = queryset.query.sql_with_params()
+    return _run(*queryset.query.sql_with_params())
+
+
+def rows_compiled_once(
+    key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
+) -> list[tuple]:
+    """driver_rows(queryset()), sending the SQL Django compiled for `key` the first time.
+
+    `params` are the values Django binds, in its order; `key` names everything else the SQL
+    depends on (the columns, a list's length or form: core.lookups.any_values). Whenever
+    Django compiles, its params are compared with `params`, and the SQL is kept only when
+    they match: a wrong guess of Django's order costs the saving, not the answer.
+    """
+    cache_key = (connection.vendor, key)
+    sql = _compiled.get(cache_key)
+    if sql is None:
+        sql, compiled = queryset().query.sql_with_params()
+        if list(compiled) == list(params):
+            _compiled[cache_key] = sql
+        params = compiled
+    return _run(sql, params)
+
+
+def _run(sql: str, params: Sequence) -> list[tuple]:
     rows: list[tuple] = []
     with connection.cursor() as cursor:
 

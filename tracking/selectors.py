@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from core.formats import WireTimes, moment_of
 from core.functions import IsoZ, MoneyText, TimeText, UuidText
-from core.reads import driver_rows
+from core.lookups import any_values
+from core.reads import driver_rows, rows_compiled_once
 from geo.geometry import DistancesFrom
 from orders.links import tracking_url
 from orders.models import (
@@ -153,8 +154,13 @@ class _Order:
 
 
 def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
-    orders = Order.objects.filter(pk__any=[uuid.UUID(i) for i in order_ids]).order_by()
-    return {row[0]: _Order(row) for row in _rows(orders, _ORDER_COLUMNS)}
+    form, listed = any_values(order_ids)
+    rows = rows_compiled_once(
+        ("tracking orders", form),
+        [listed],
+        lambda: Order.objects.filter(pk__any=order_ids).order_by().values_list(*_ORDER_COLUMNS),
+    )
+    return {row[0]: _Order(row) for row in rows}
 
 
 def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
@@ -184,13 +190,28 @@ def _by_client_order_ids(business, environment: str, ids: list[str], columns) ->
     caller picks the newest). Active drops come through the unique index; only the ids left
     without one are looked for among finished drops, through theirs (orders.models.Drop.Meta).
     Two queries at most, one when every id is active."""
-    mine = Drop.objects.filter(business=business, environment=environment).order_by()
-    rows = _rows(mine.filter(status__in=ACTIVE_STATUSES, client_order_id__any=ids), columns)
+    rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, columns)
     found = {row[_CLIENT_ORDER_ID] for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
-        rows += _rows(mine.filter(status__in=FINISHED_STATUSES, client_order_id__any=rest), columns)
+        rows += _drops_of(business, environment, FINISHED_STATUSES, rest, columns)
     return rows
+
+
+def _drops_of(business, environment: str, statuses, ids: list[str], columns) -> list[tuple]:
+    """The drops of these client_order_ids in these statuses: SQL compiled once per shape
+    (core.reads.rows_compiled_once), since every tracking call makes this query."""
+    form, listed = any_values(ids)
+    return rows_compiled_once(
+        ("tracking drops", columns, statuses, form),
+        [business.pk, environment, listed, *statuses],
+        lambda: (
+            Drop.objects.filter(business=business, environment=environment)
+            .filter(status__in=statuses, client_order_id__any=ids)
+            .order_by()
+            .values_list(*columns)
+        ),
+    )
 
 
 def _rows(queryset, columns) -> list[tuple]:

@@ -11,10 +11,11 @@ from django.db.models import F
 from django.db.models.functions import Concat, NullIf
 from django.test.utils import CaptureQueriesContext
 
+from core import reads
 from core.formats import WireTimes, iso_z, moment_of
 from core.functions import TimeText, UuidText
 from core.models import RateCounter
-from core.reads import ROWS_PER_CHUNK, driver_rows
+from core.reads import ROWS_PER_CHUNK, driver_rows, rows_compiled_once
 from core.writes import insert_rows
 
 MANY = 2 * ROWS_PER_CHUNK + 7  # more than one chunk, and a last one that is not full
@@ -101,3 +102,34 @@ def test_a_time_comes_as_the_servers_text_and_reads_as_its_moment(alice, moment)
     assert WireTimes().iso_z(created) == iso_z(moment)
     assert moment_of(approved) == moment + timedelta(minutes=1)
     assert same is None
+
+
+def test_a_read_compiled_once_sends_its_sql_with_new_values(counters):
+    """The second call compiles nothing (its queryset is never built) and still reads the
+    rows of its own values."""
+    built = []
+
+    def read(low: int) -> list[tuple]:
+        def queryset():
+            built.append(low)
+            return RateCounter.objects.filter(hits__gte=low).order_by("key").values_list("key")
+
+        return rows_compiled_once(("test counters", "gte"), [low], queryset)
+
+    assert read(2) == list(
+        RateCounter.objects.filter(hits__gte=2).order_by("key").values_list("key")
+    )
+    assert read(1) == list(
+        RateCounter.objects.filter(hits__gte=1).order_by("key").values_list("key")
+    )
+    assert built == [2]
+
+
+def test_a_wrong_guess_of_djangos_values_is_never_kept(counters):
+    """Values that are not the ones Django binds leave nothing cached: each call compiles,
+    and answers for its own queryset."""
+    query = RateCounter.objects.filter(hits=1).order_by("key").values_list("key")
+
+    for _ in range(2):
+        assert rows_compiled_once(("test counters", "wrong"), [7], lambda: query) == list(query)
+    assert not [key for key in reads._compiled if key[1] == ("test counters", "wrong")]

@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core import reads
 from geo.demo import PLACES
 from geo.models import GeocodeResult
 from tests.factories import RECIPIENT_PHONE, batch, drop, group
@@ -109,3 +110,20 @@ def test_tracking_1000_identifiers_costs_the_queries_of_one(open_for_business, r
     assert [o["client_order_id"] for o in orders] == identifiers
     assert all(len(o["events"]) == 1 for o in orders)
     assert many == one, f"tracking 1000: {many} queries; tracking 1: {one} queries"
+
+
+def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
+    """Tracking's two reads keep their compiled SQL (core.reads.rows_compiled_once): the
+    values they pass are the ones Django binds, in its order. Were that guess wrong, every
+    call would compile again, slower but right: this test is what notices."""
+    api.bulk(batch(group(*[drop(f"TC-{i}") for i in range(3)])), rich.sandbox_key)
+    reads._compiled.clear()
+
+    for wanted in (["TC-0"], ["TC-1", "TC-2", "NOPE"]):
+        entries = api.track(wanted, rich.sandbox_key).json()["data"]["orders"]
+        assert [e["client_order_id"] for e in entries] == wanted
+
+    kept = {key[1][0] for key in reads._compiled}
+    assert kept == {"tracking drops", "tracking orders"}
+    # Active, then finished drops for the id found in neither; one orders' read.
+    assert len(reads._compiled) == 3
