@@ -36,7 +36,7 @@ from tracking.eta import EtaModel
 from tracking.proof import photo_url
 
 # A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples in
-# this order (_rows): its own row only. What the drops of one order share (the pickup, the
+# this order (core.reads): its own row only. What the drops of one order share (the pickup, the
 # driver, the batch and the environment, which the ownership trigger keeps equal to the
 # order's: orders migration 0009) is read once per order. Times come as the database's
 # text, turned into the wire's once per distinct value (core.formats.WireTimes); the last
@@ -53,7 +53,7 @@ _DROP_COLUMNS = (
     "recipient_phone",
     "lat",
     "long",
-    "address",  # JSON text, parsed by entry() when present (_rows reads no converter)
+    "address",  # JSON text, parsed by entry() when present (the driver's rows: no converter)
     "resolved",
     MoneyText("price"),
     "currency",
@@ -96,7 +96,13 @@ def track_drops(*, business, environment: str, identifiers: list[str]) -> list[d
 
 def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
     """The tracking entries of these drops, keyed by drop id text: three queries at most."""
-    return _entries(_rows(Drop.objects.filter(pk__any=list(drop_ids)), _DROP_COLUMNS))
+    form, listed = any_values(drop_ids)
+    rows = rows_compiled_once(
+        ("drops by id", form),
+        [listed],
+        lambda: Drop.objects.filter(pk__any=drop_ids).order_by().values_list(*_DROP_COLUMNS),
+    )
+    return _entries(rows)
 
 
 def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
@@ -175,7 +181,7 @@ def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
     events = defaultdict(list)
     if not moved:
         return events
-    for drop_id, status, at in (
+    for drop_id, status, at in driver_rows(
         DeliveryEvent.objects.filter(drop__id__any=moved)
         .order_by("at", "id")
         .values_list(UuidText("drop_id"), "status", IsoZ("at"))
@@ -212,12 +218,6 @@ def _drops_of(business, environment: str, statuses, ids: list[str], columns) -> 
             .values_list(*columns)
         ),
     )
-
-
-def _rows(queryset, columns) -> list[tuple]:
-    """The queryset's `columns` as the driver's tuples (core.reads.driver_rows): every
-    column here is already in its wire form (text, numbers), except JSON, left as text."""
-    return driver_rows(queryset.values_list(*columns))
 
 
 def _choose(rows: list[tuple]) -> dict[str, tuple]:

@@ -86,6 +86,14 @@ class Movers:
             thread.join(60)
         assert not self.errors, self.errors
 
+    def wait_for_moves_after(self, count: int, timeout: float = 10) -> int:
+        """The move count once it has passed `count` (or the timeout: the test then finds
+        too few moves and says so)."""
+        deadline = time.monotonic() + timeout
+        while self.moves <= count and time.monotonic() < deadline and not self.errors:
+            time.sleep(0.005)
+        return self.moves
+
     def _guard(self, work, seed: int) -> None:
         try:
             work(random.Random(seed))
@@ -132,9 +140,12 @@ def test_paging_while_drops_move_skips_none_and_ends_on_the_latest_state(
     synced: list[dict] = []  # every sync appearance, in the order they were listed
     cursor = None
     with Movers(key, ids, drop_ids) as movers:
+        moves_before = movers.wait_for_moves_after(0)
         for page in pages(api, key):
             newest_first += [e["drop_id"] for e in page["orders"]]
-        moved_while_browsing = movers.moves
+            # Drops move between any two pages, however fast the pages come.
+            movers.wait_for_moves_after(movers.moves)
+        moved_while_browsing = movers.moves - moves_before
         # A client syncing as it would in production: all 10,000, then what changed since,
         # from the cursor it kept, again and again while the movers go on.
         # The deadline only stops a run whose movers stall: it ends at MOVES. On a loaded
