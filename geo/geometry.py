@@ -47,14 +47,12 @@ def points_within(geometry, lats: np.ndarray, longs: np.ndarray) -> np.ndarray:
 
 
 def haversine_km(lat1: float, long1: float, lat2: float, long2: float) -> float:
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(long2 - long1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
+    return DistancesFrom(lat1, long1).km(lat2, long2)
 
 
 class DistancesFrom:
-    """haversine_km from one point to many, to the last bit: the point's own terms once."""
+    """Great-circle (haversine) distances from one point to many: the point's own terms
+    are worked out once. haversine_km is the one-off form of the same formula."""
 
     __slots__ = ("cos_p1", "long1", "p1")
 

@@ -21,7 +21,7 @@ import phonenumbers
 from billing.models import PricingPlan
 from billing.services import price_for
 from geo.geocoders import Pin, address_key
-from geo.geometry import haversine_km
+from geo.geometry import DistancesFrom
 from geo.services import Coverage
 from orders.inputs import BatchIn, DropIn, Place
 
@@ -235,6 +235,7 @@ def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
     remaining = state.balance
     accepted_ids: set[str] = set()
     quoted = decisions.quoted_prices or [None] * len(decisions.drops)
+    origins: dict[int, DistancesFrom] = {}
     for decision, quoted_price in zip(decisions.drops, quoted, strict=True):
         if decision.reason is not None and decision.reason < Reason.DUPLICATE_CLIENT_ORDER_ID:
             continue
@@ -245,7 +246,10 @@ def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
             continue
         price = quoted_price
         if price is None:
-            km = haversine_km(*decision.pickup.pin, *decision.located.pin)
+            origin = origins.get(decision.group)
+            if origin is None:  # each pickup's own terms once, for all its drops
+                origin = origins[decision.group] = DistancesFrom(*decision.pickup.pin)
+            km = origin.km(*decision.located.pin)
             price = price_for(state.plan, km)
         if state.charges_wallet and price > remaining:
             decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
-from geo.geometry import DistancesFrom, haversine_km
+from geo.geometry import EARTH_RADIUS_KM, DistancesFrom, haversine_km
+
+
+def textbook_haversine_km(lat1: float, long1: float, lat2: float, long2: float) -> float:
+    """The formula as written everywhere, every term computed for the pair."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(long2 - long1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
 
 
 def test_two_points_of_phnom_penh_about_1_2_km_apart():
@@ -14,9 +23,10 @@ def test_two_points_of_phnom_penh_about_1_2_km_apart():
     assert haversine_km(11.5696, 104.921, 11.5696, 104.921) == 0.0
 
 
-def test_distances_from_one_point_are_haversine_km_to_the_last_bit():
-    """Tracking computes a distance per drop from its order's pickup (tracking/selectors.py);
-    each must be exactly the one haversine_km gives, or an ETA could move by a millisecond."""
+def test_distances_from_one_point_are_the_textbook_formula_to_the_last_bit():
+    """Tracking and pricing compute a distance per drop from its pickup's precomputed terms
+    (tracking/selectors.py, orders/decisions.py); each must be exactly the textbook
+    formula's, or an ETA could move by a millisecond and a price by a cent."""
     rng = random.Random(18)
     for _ in range(200):
         lat, long = rng.uniform(-89, 89), rng.uniform(-179, 179)
@@ -25,4 +35,6 @@ def test_distances_from_one_point_are_haversine_km_to_the_last_bit():
             there = (lat + rng.uniform(-0.5, 0.5), long + rng.uniform(-0.5, 0.5))
             if rng.random() < 0.1:
                 there = (rng.uniform(-90, 90), rng.uniform(-180, 180))
-            assert origin.km(*there) == haversine_km(lat, long, *there)
+            expected = textbook_haversine_km(lat, long, *there)
+            assert origin.km(*there) == expected
+            assert haversine_km(lat, long, *there) == expected
