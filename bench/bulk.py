@@ -395,7 +395,7 @@ def floor_run(db: psycopg.Connection, tenant: Tenant, response_body: bytes, n: i
         f"{drop_id}\t{order_id}\t{batch_id}\t{tenant.business_id}\t{ENVIRONMENT}"
         f"\tfloor-{tag}-{i:05d}\t\\N\tRecipient\t{RECIPIENT_PHONE}\t{HOME['lat']!r}"
         f"\t{HOME['long']!r}\t\\N\tf\tPENDING\t{price}\tUSD\t{now.isoformat()}"
-        f"\t{now.isoformat()}\t{secrets.token_urlsafe(16)}\t\\N\t\\N\t\\N\n"
+        f"\t{now.isoformat()}\t\\N\t\\N\t\\N\n"
         for i, drop_id in enumerate(uuid.uuid4() for _ in range(n))
     ).encode()
 
@@ -419,7 +419,7 @@ def floor_run(db: psycopg.Connection, tenant: Tenant, response_body: bytes, n: i
         with cur.copy(
             "COPY orders_drop (id, order_id, batch_id, business_id, environment, client_order_id,"
             " external_waybill, recipient_name, recipient_phone, lat, long, address, resolved,"
-            " status, price, currency, created_at, updated_at, tracking_token, dropoff_pin,"
+            " status, price, currency, created_at, updated_at, dropoff_pin,"
             " sandbox_scenario, scenario_next_at) FROM STDIN"
         ) as copy:
             copy.write(drops)
@@ -477,7 +477,7 @@ def bare_floor_run(db: psycopg.Connection, tenant: Tenant, response_body: bytes,
         (
             drop_id, order_id, batch_id, tenant.business_id, ENVIRONMENT, f"bare-{tag}-{i:05d}",
             None, "Recipient", RECIPIENT_PHONE, HOME["lat"], HOME["long"], None, False,
-            "PENDING", price, "USD", now, now, secrets.token_urlsafe(16), None, None, None,
+            "PENDING", price, "USD", now, now, None, None, None,
         )
         for i, drop_id in enumerate(drop_ids)
     ]  # fmt: skip
@@ -499,7 +499,7 @@ def bare_floor_run(db: psycopg.Connection, tenant: Tenant, response_body: bytes,
         with cur.copy(
             "COPY bare_drop (id, order_id, batch_id, business_id, environment, client_order_id,"
             " external_waybill, recipient_name, recipient_phone, lat, long, address, resolved,"
-            " status, price, currency, created_at, updated_at, tracking_token, dropoff_pin,"
+            " status, price, currency, created_at, updated_at, dropoff_pin,"
             " sandbox_scenario, scenario_next_at) FROM STDIN"
         ) as copy:
             for row in drops:

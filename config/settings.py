@@ -45,6 +45,10 @@ elif not DEBUG and (SECRET_KEY == _DEV_SECRET or not is_secure_secret_key(SECRET
         "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'."
     )
 
+# Earlier keys while SECRET_KEY is rotated: their signatures, cursors and tracking links
+# still verify (docs/deployment.md).
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
+
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS")
 BASE_URL = env_url("BASE_URL", default="")

@@ -18,6 +18,7 @@ from django.utils.html import format_html
 
 from console.forms import DeliverForm, FailForm
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
+from orders.links import drop_tracking_url
 from orders.models import (
     ACTIVE_STATUSES,
     Batch,
@@ -361,7 +362,7 @@ class DropAdmin(DispatchAdmin):
                     "lat",
                     "long",
                     "resolved",
-                    "tracking_token",
+                    "tracking_link",
                 ]
             },
         ),
@@ -380,9 +381,16 @@ class DropAdmin(DispatchAdmin):
         ),
         ("Sandbox", {"fields": ["sandbox_scenario", "scenario_next_at", "courier_progress"]}),
     ]
-    readonly_fields = ["pin_required", "photo"]
+    readonly_fields = ["tracking_link", "pin_required", "photo"]
     inlines = [DeliveryEventInline]
     actions = _dispatch_actions(lambda drops: Drop.objects.filter(pk__in=drops.values("pk")))
+
+    @admin.display(description="Tracking link")
+    def tracking_link(self, drop: Drop) -> str:
+        if drop.pk is None:
+            return self.get_empty_value_display()
+        url = drop_tracking_url(drop.pk)
+        return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, url)
 
     @admin.display(description="PIN required")
     def pin_required(self, drop: Drop) -> str:

@@ -8,7 +8,6 @@ for a 1000-drop batch).
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 import uuid
@@ -38,13 +37,3 @@ def uuid7_texts(count: int, unix_ms: int | None = None) -> list[str]:
 def uuid7() -> uuid.UUID:
     """One UUIDv7, for a model's default: batches, orders and drops made one at a time."""
     return uuid.UUID(uuid7_texts(1)[0])
-
-
-def url_tokens(count: int, nbytes: int = 16) -> list[str]:
-    """`count` URL-safe tokens of `nbytes` random bytes each, as secrets.token_urlsafe makes."""
-    raw = os.urandom(nbytes * count)
-    encode = base64.urlsafe_b64encode
-    return [
-        encode(raw[i : i + nbytes]).rstrip(b"=").decode("ascii")
-        for i in range(0, nbytes * count, nbytes)
-    ]

@@ -52,7 +52,7 @@ from orders import onboarding as orders_onboarding
 from orders.api import base_url_of
 from orders.errors import BatchRefused
 from orders.inputs import parse_batch
-from orders.links import tracking_url
+from orders.links import drop_tracking_url
 from orders.models import Batch, Drop, DropStatus
 from orders.services import BatchResult, create_batch
 from tracking.listing import DropFilters, list_drops
@@ -519,7 +519,7 @@ def order_detail(request, pk: uuid.UUID):
             "drop": drop,
             "order": drop.order,
             "events": drop.timeline(),
-            "drop_tracking_url": tracking_url(drop.tracking_token),
+            "drop_tracking_url": drop_tracking_url(drop.pk),
             "map": order_map(drop),
         },
     )
@@ -657,7 +657,7 @@ def _sandbox_page(
             "scenario_form": scenario_form or ScenarioForm(),
             "step_seconds": f"{settings.SANDBOX_STEP_SECONDS:g}",
             "started": started,
-            "started_url": tracking_url(started.tracking_token) if started else None,
+            "started_url": drop_tracking_url(started.pk) if started else None,
             "recent": Drop.objects.filter(
                 business=request.business, environment=Environment.SANDBOX
             ).order_by("-created_at", "-id")[:10],

@@ -10,7 +10,7 @@ from django.db.models import F, Q
 
 from accounts.models import Environment
 from core.ids import uuid7
-from orders.links import new_tracking_token
+from orders.links import tracking_token
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
 
@@ -273,10 +273,6 @@ class Drop(models.Model):
     currency = models.CharField(max_length=3)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
-    # The recipient's tracking page is /t/<token>: 128 random bits, URL-safe (DESIGN.md §14).
-    # Unique by a constraint in Meta rather than unique=True, which would add a second
-    # (LIKE) index that no query uses to every drop written.
-    tracking_token = models.CharField(max_length=32, default=new_tracking_token)
     # Proof of delivery: the PIN the recipient gives the courier, when the drop asked for one.
     dropoff_pin = models.CharField(max_length=4, null=True, blank=True)  # noqa: DJ001
     pin_attempts = models.PositiveSmallIntegerField("wrong PIN attempts", default=0, db_default=0)
@@ -310,7 +306,6 @@ class Drop(models.Model):
                 condition=Q(status__in=ACTIVE_STATUSES),
                 name="client_order_id_active_once",
             ),
-            models.UniqueConstraint(fields=["tracking_token"], name="drop_tracking_token_once"),
         ]
         # Lookups by client_order_id (tracking, cancel) read active drops through the unique
         # index above and finished ones through this one: a new drop (always active) is
@@ -355,6 +350,12 @@ class Drop(models.Model):
         return self.status in ACTIVE_STATUSES
 
     @property
+    def tracking_token(self) -> str:
+        """The recipient's page is /t/<token>: the id sealed under the tracking key, 128 bits
+        that look random to anyone without it (DESIGN.md §14, orders/links.py)."""
+        return tracking_token(self.pk)
+
+    @property
     def initial_status(self) -> str:
         return initial_status(scheduled=self.order.pickup_scheduled_at is not None)
 
@@ -364,6 +365,18 @@ class Drop(models.Model):
             drop=self, status=self.initial_status, at=self.created_at, actor=CREATION_ACTOR
         )
         return [created, *self.events.all()]
+
+
+class LegacyTrackingToken(models.Model):
+    """A tracking token stored before tokens were derived from the drop's id (orders
+    migration 0013): a link already sent to a recipient keeps opening its page."""
+
+    token = models.CharField(max_length=32, primary_key=True)
+    # Looked up by token only; no index by drop, and nothing writes here any more.
+    drop = models.ForeignKey(Drop, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    def __str__(self) -> str:
+        return self.token
 
 
 class DeliveryEvent(models.Model):

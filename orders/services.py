@@ -21,7 +21,7 @@ from billing.services import Till, open_till, read_balance
 from core.api import success_body
 from core.db import claim
 from core.formats import iso_z, money
-from core.ids import url_tokens, uuid7, uuid7_texts
+from core.ids import uuid7, uuid7_texts
 from core.writes import insert_chunks, insert_rows
 from events.models import EventType
 from events.services import record_events
@@ -44,7 +44,7 @@ from orders.errors import (
     QuoteUsed,
 )
 from orders.inputs import BatchIn, Place
-from orders.links import new_pin, tracking_url
+from orders.links import new_pin, tracking_tokens, tracking_url
 from orders.models import (
     ACTIVE_STATUSES,
     Batch,
@@ -375,8 +375,8 @@ ORDER_FIELDS = (
 DROP_FIELDS = (
     "id", "order_id", "batch_id", "business_id", "environment", "client_order_id",
     "external_waybill", "recipient_name", "recipient_phone", "lat", "long", "address",
-    "resolved", "status", "price", "currency", "created_at", "updated_at", "tracking_token",
-    "dropoff_pin", "sandbox_scenario", "scenario_next_at",
+    "resolved", "status", "price", "currency", "created_at", "updated_at", "dropoff_pin",
+    "sandbox_scenario", "scenario_next_at",
 )  # fmt: skip
 
 
@@ -428,9 +428,10 @@ def _drop_rows(
     business_id, batch_id = str(row.business_id), str(row.pk)
     environment, currency = row.environment, settings.CURRENCY
     groups = decisions.batch.groups
-    # Ids and tokens for every drop at once (core/ids.py); rejected drops leave theirs unused.
-    count = len(decisions.drops)
-    drop_ids, tokens = uuid7_texts(count), url_tokens(count)
+    # Ids and their tracking tokens for every drop at once (core/ids.py, orders/links.py);
+    # rejected drops leave theirs unused.
+    drop_ids = uuid7_texts(len(decisions.drops))
+    tokens = tracking_tokens(drop_ids)
     link = tracking_url("")
     first_step = now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
     charge, results = till.record, written.results
@@ -460,7 +461,7 @@ def _drop_rows(
             drop_id, order_id, batch_id, business_id, environment, drop.client_order_id,
             drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
             drop.place.address, located.resolved, initial_status(scheduled=scheduled), price,
-            currency, now, now, token, pin, drop.scenario, first_step if walks else None,
+            currency, now, now, pin, drop.scenario, first_step if walks else None,
         ))  # fmt: skip
         entry = {
             "client_order_id": drop.client_order_id,

@@ -17,15 +17,24 @@ from zoneinfo import ZoneInfo
 
 import shapely
 from django.conf import settings
+from django.db.models import Q
 
 from core.formats import zone_label
 from geo.geometry import geometry_from_geojson, leaflet_polygons
 from geo.models import ServiceArea
-from orders.models import ACTIVE_STATUSES, Drop, DropStatus, FailureReason, ProofMethod
+from orders.links import drop_ids_of
+from orders.models import (
+    ACTIVE_STATUSES,
+    Drop,
+    DropStatus,
+    FailureReason,
+    LegacyTrackingToken,
+    ProofMethod,
+)
 from tracking.selectors import entries_by_drop_id
 
-# new_tracking_token() makes 22 characters; any token_urlsafe of 12 to 32 bytes fits, so
-# links made with another length still open. Anything else is refused before a query.
+# A token is 22 URL-safe characters (orders/links.py); links stored before tokens were
+# derived may be any token_urlsafe of 12 to 32 bytes. Anything else is refused before a query.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,43}\Z")
 
 # Where the courier is drawn: only while one is on the way with the parcel or to it.
@@ -119,8 +128,11 @@ def tracking_page(token: str) -> TrackingPage | None:
     """
     if not TOKEN_SHAPE.match(token):
         return None
+    # The drop the token names under the current key or a fallback one (by primary key), or
+    # the drop a stored link of before names (orders.models.LegacyTrackingToken): one query.
+    stored = LegacyTrackingToken.objects.filter(token=token).values("drop_id")
     found = (
-        Drop.objects.filter(tracking_token=token)
+        Drop.objects.filter(Q(pk__in=drop_ids_of(token)) | Q(pk__in=stored))
         .values_list("pk", "business__name", "courier_progress")
         .first()
     )

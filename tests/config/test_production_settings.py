@@ -60,7 +60,7 @@ names = [
     "DEBUG", "SECURE_SSL_REDIRECT", "SECURE_REDIRECT_EXEMPT", "SECURE_PROXY_SSL_HEADER",
     "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD",
     "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "STORAGES", "WHITENOISE_USE_FINDERS", "CACHES",
-    "RATE_LIMIT_DEFAULT", "RATE_LIMIT_BULK",
+    "RATE_LIMIT_DEFAULT", "RATE_LIMIT_BULK", "SECRET_KEY_FALLBACKS",
 ]
 print(json.dumps({n: getattr(settings, n) for n in names}))
 """
@@ -116,6 +116,7 @@ def test_debug_off_is_secure_by_default():
         "whitenoise.storage.CompressedManifestStaticFilesStorage"
     )
     assert values["WHITENOISE_USE_FINDERS"] is False  # collectstatic's output only
+    assert values["SECRET_KEY_FALLBACKS"] == []
     assert values["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
     assert values["CACHES"]["default"]["LOCATION"] == "django_cache"
     assert (values["RATE_LIMIT_DEFAULT"], values["RATE_LIMIT_BULK"]) == (
@@ -134,8 +135,10 @@ def test_every_switch_follows_its_variable():
             "RATE_LIMIT_DEFAULT": "50/second",
             "RATE_LIMIT_BULK": "10/hour",
             "CACHE_URL": "redis://cache.internal:6379/1",
+            "SECRET_KEY_FALLBACKS": "an-earlier-key,an-even-earlier-key",
         }
     )
+    assert values["SECRET_KEY_FALLBACKS"] == ["an-earlier-key", "an-even-earlier-key"]
     assert values["SECURE_SSL_REDIRECT"] is False
     assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert values["SECURE_HSTS_SECONDS"] == 3600

@@ -137,11 +137,11 @@ def test_an_invoiced_batch_gets_one_line_per_drop_and_no_ledger_debit(
 
 
 def copy_of(original: Drop, **changes) -> dict:
-    """The column values of a new drop like `original` (own id and token), with changes."""
+    """The column values of a new drop like `original` (its own id), with changes."""
     values = {
         f.attname: getattr(original, f.attname)
         for f in Drop._meta.concrete_fields
-        if f.attname not in ("id", "tracking_token")
+        if f.attname != "id"
     }
     return {**values, **changes}
 
@@ -163,7 +163,7 @@ def test_the_database_refuses_a_second_active_drop_with_the_id_inserted_by_the_o
 
 COPY_ROW_SQL = (
     "INSERT INTO orders_drop SELECT (jsonb_populate_record(d, jsonb_build_object("
-    "'id', gen_random_uuid(), 'tracking_token', md5(random()::text)))).*"
+    "'id', gen_random_uuid()))).*"
     " FROM orders_drop AS d WHERE d.id = %s"
 )
 
@@ -453,7 +453,7 @@ def copy_drops(session, order: tuple, count: int) -> None:
                 str(uuid.uuid4()), order_id, batch_id, business_id, environment,
                 f"PLAN-{uuid.uuid4().hex}", None, "Recipient", "+85512345679", 11.5696,
                 104.921, None, False, "PENDING", Decimal("2.80"), "USD", timezone.now(),
-                timezone.now(), uuid.uuid4().hex[:22], None, None, None,
+                timezone.now(), None, None, None,
             ))  # fmt: skip
 
 

@@ -8,7 +8,6 @@ listing may read the drops table from end to end.
 from __future__ import annotations
 
 import random
-import secrets
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -71,8 +70,7 @@ def load_drops(business, environment: str, count: int, rng: random.Random) -> li
             drops.append(
                 (drop_id, order_id, batch.pk, business.pk, environment, f"P-{b}-{i}", None,
                  "Recipient", "+85512345679", 11.5696, 104.921, None, False, status,
-                 Decimal("2.80"), "USD", at, changed, secrets.token_urlsafe(16), None, None,
-                 None)
+                 Decimal("2.80"), "USD", at, changed, None, None, None)
             )  # fmt: skip
             if status != DropStatus.PENDING:  # still where it was created: no move
                 events.append((drop_id, status, changed, "plan"))

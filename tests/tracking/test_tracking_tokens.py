@@ -1,0 +1,276 @@
+"""Tracking tokens derived from the drop's id (orders/links.py): unguessable, not the id,
+turned back into the id when a recipient opens the page; old keys and stored tokens of
+before keep their links opening (orders migration 0013)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from django.test import Client, override_settings
+
+from core.ids import uuid7_texts
+from orders.links import (
+    TRACKING_PATH,
+    drop_ids_of,
+    drop_tracking_url,
+    tracking_token,
+    tracking_tokens,
+)
+from orders.models import Drop, DropStatus, LegacyTrackingToken
+from tests.tracking.helpers import drop_in
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_token_is_the_id_sealed_with_aes_under_a_key_of_its_own():
+    """Written out here from the primitives: the key is SECRET_KEY's HMAC for this purpose
+    (not SECRET_KEY itself), the token the id's 16 bytes encrypted, in URL-safe base64."""
+    from django.conf import settings
+    from django.utils.crypto import salted_hmac
+
+    drop_id = uuid.UUID("019ab0c1-2d3e-7f40-8a1b-2c3d4e5f6071")
+    key = salted_hmac(
+        "orders.links.tracking-token", "aes-128", secret=settings.SECRET_KEY, algorithm="sha256"
+    ).digest()[:16]
+    encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()  # noqa: S305
+    sealed = encryptor.update(drop_id.bytes) + encryptor.finalize()
+
+    token = tracking_token(drop_id)
+
+    assert token == base64.urlsafe_b64encode(sealed).decode().rstrip("=")
+    assert len(token) == 22 and sealed != drop_id.bytes
+    assert drop_ids_of(token) == [drop_id]
+
+
+def test_tokens_made_together_are_the_ones_made_one_by_one_and_all_differ():
+    ids = uuid7_texts(2000)
+
+    together = tracking_tokens(ids)
+
+    assert together == [tracking_token(uuid.UUID(i)) for i in ids]
+    assert len(set(together)) == 2000
+    assert all(drop_ids_of(t) == [uuid.UUID(i)] for t, i in zip(together, ids, strict=True))
+    # Ids of one millisecond differ in their random bits only; their tokens share no prefix
+    # beyond chance (the id's time does not show through).
+    assert len({t[:4] for t in together}) > 1900
+
+
+def test_another_secret_makes_other_tokens_and_reads_ours_as_another_id():
+    drop_id = uuid.uuid4()
+    ours = tracking_token(drop_id)
+
+    with override_settings(SECRET_KEY="another-secret-key-" + "x" * 40):
+        assert tracking_token(drop_id) != ours
+        assert drop_ids_of(ours) != [drop_id]
+
+    with override_settings(
+        SECRET_KEY="another-secret-key-" + "x" * 40, SECRET_KEY_FALLBACKS=["a", "b"]
+    ):
+        assert len(drop_ids_of(ours)) == 3
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["A" * 21, "A" * 23, "A" * 21 + "!", "A" * 21 + "B", "A" * 21 + "_", "", "A" * 20 + "=="],
+)
+def test_anything_but_a_canonical_22_character_token_names_no_id(token):
+    """Of 22 characters the last holds 2 bits of the id and 4 unused ones: a token with the
+    unused bits set would be a second spelling of another token, and is refused."""
+    assert drop_ids_of(token) == []
+
+
+def test_the_canonical_spelling_is_accepted():
+    assert len(drop_ids_of("A" * 21 + "Q")) == 1  # "Q" = 010000: the unused bits are clear
+
+
+@pytest.fixture
+def web() -> Client:
+    return Client()
+
+
+def test_the_link_in_the_answer_opens_its_drop_and_a_guess_opens_nothing(
+    open_for_business, alice, web
+):
+    row = drop_in(DropStatus.PENDING, business=alice.business)
+    other = drop_in(DropStatus.PENDING, business=alice.business)
+    token = tracking_token(row.pk)
+
+    page = web.get(f"{TRACKING_PATH}{token}")
+    assert page.status_code == 200
+    assert 'data-status="PENDING"' in page.content.decode()
+    assert drop_tracking_url(row.pk).endswith(f"{TRACKING_PATH}{token}")
+    assert drop_tracking_url(other.pk) != drop_tracking_url(row.pk)
+
+    # The id itself in token form, or a neighbour of the token, names nothing.
+    as_id = base64.urlsafe_b64encode(row.pk.bytes).decode().rstrip("=")
+    neighbour = token[:10] + ("B" if token[10] != "B" else "C") + token[11:]
+    for guess in (as_id, neighbour):
+        assert web.get(f"{TRACKING_PATH}{guess}").status_code == 404
+
+
+def test_links_made_under_a_fallback_key_open_until_the_key_is_dropped(
+    open_for_business, alice, web, settings
+):
+    row = drop_in(DropStatus.PENDING, business=alice.business)
+    old_token = tracking_token(row.pk)
+    old_secret = settings.SECRET_KEY
+
+    settings.SECRET_KEY = "the-rotated-secret-" + "y" * 40
+    settings.SECRET_KEY_FALLBACKS = [old_secret]
+    assert tracking_token(row.pk) != old_token  # links shown from now on are the new key's
+    assert web.get(f"{TRACKING_PATH}{old_token}").status_code == 200
+    assert web.get(f"{TRACKING_PATH}{tracking_token(row.pk)}").status_code == 200
+
+    settings.SECRET_KEY_FALLBACKS = []
+    assert web.get(f"{TRACKING_PATH}{old_token}").status_code == 404
+
+
+def test_a_token_stored_before_tokens_were_derived_still_opens_its_drop(
+    open_for_business, alice, web
+):
+    row = drop_in(DropStatus.ASSIGNED, business=alice.business)
+    LegacyTrackingToken.objects.create(token="Stored-before-0013-abc", drop=row)
+
+    page = web.get(f"{TRACKING_PATH}Stored-before-0013-abc")
+
+    assert page.status_code == 200
+    assert 'data-status="ASSIGNED"' in page.content.decode()
+    assert web.get(f"{TRACKING_PATH}{tracking_token(row.pk)}").status_code == 200
+    assert web.get(f"{TRACKING_PATH}Stored-before-0013-abd").status_code == 404
+
+
+def test_a_new_drop_is_written_to_no_index_of_tokens(db):
+    """What the derived token is for (issue 18): the drops' table has no token column, so
+    no unique index of random values for every drop written."""
+    columns = {f.column for f in Drop._meta.concrete_fields}
+    assert "tracking_token" not in columns
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'orders_drop'"
+            " AND indexdef ILIKE '%%token%%'"
+        )
+        assert cursor.fetchall() == []
+
+
+# --- Migration 0013, both ways, on PostgreSQL and on the SQLite default -----------------------
+
+MIGRATION_SCRIPT = r"""
+import json, uuid
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+call_command("migrate", verbosity=0)
+from console.provisioning import provision_business
+from geo.demo import seed_region
+from orders.inputs import parse_batch
+from orders.links import tracking_token
+from orders.models import Drop
+from orders.services import create_batch
+from tracking.page_data import tracking_page
+
+seed_region()
+tenant = provision_business(name="S", email="s@example.com")
+body = {"client_batch_id": "b1", "orders": [{"pickup": {"name": "Shop", "phone": "+85512345678",
+        "lat": 11.5564, "long": 104.9282}, "dropoff": [
+        {"client_order_id": c, "dropoff": {"name": "R", "phone": "+85512345679",
+         "lat": 11.5696, "long": 104.921}} for c in ("A", "B")]}]}
+out = create_batch(business=tenant.business, environment="sandbox",
+                   idempotency_key=uuid.uuid4(), batch=parse_batch(body), base_url="http://x")
+urls = {o["client_order_id"]: o["tracking_url"] for o in json.loads(out.body)["data"]["orders"]}
+ids = {d.client_order_id: str(d.pk) for d in Drop.objects.all()}
+
+def hex_id(text):
+    return text if connection.vendor == "postgresql" else uuid.UUID(text).hex
+
+# Back to stored tokens: every drop gets the token its link shows.
+call_command("migrate", "orders", "0012", verbosity=0)
+with connection.cursor() as cursor:
+    cursor.execute("SELECT id, tracking_token FROM orders_drop")
+    stored_back = {str(uuid.UUID(str(i))): t for i, t in cursor.fetchall()}
+    # A drop of before 0013 with a token of its own, as secrets.token_urlsafe(16) made them.
+    cursor.execute("UPDATE orders_drop SET tracking_token = %s WHERE id = %s",
+                   ["Stored-token-of-drop-A", hex_id(ids["A"])])
+call_command("migrate", verbosity=0)
+with connection.cursor() as cursor:
+    cursor.execute("SELECT count(*) FROM orders_legacytrackingtoken")
+    legacy = cursor.fetchone()[0]
+
+def opens(token):
+    page = tracking_page(token)
+    return None if page is None else page.status
+
+print(json.dumps({
+    "shown": {c: urls[c].rsplit("/", 1)[1] for c in urls},
+    "derived": {c: tracking_token(ids[c]) for c in ids},
+    "stored_back": {c: stored_back[ids[c]] for c in ids},
+    "legacy_rows": legacy,
+    "opens": {
+        "stored A": opens("Stored-token-of-drop-A"),
+        "derived A": opens(tracking_token(ids["A"])),
+        "derived B": opens(tracking_token(ids["B"])),
+        "unknown": opens("Stored-token-of-drop-Z"),
+    },
+}))
+"""
+
+
+def _run_migration_script(database_url: str, tmp_path) -> dict:
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url,
+        "DEBUG": "true",
+        "CACHE_URL": "locmemcache://",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", MIGRATION_SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _assert_no_link_broke(result: dict) -> None:
+    assert result["shown"] == result["derived"]  # the answer's links are the derived tokens
+    # Reversed, each drop stored the token its links showed, then A's own was set; forward
+    # again, both drops' stored tokens are kept and every link opens its page.
+    assert result["stored_back"] == result["derived"]
+    assert result["legacy_rows"] == 2
+    assert result["opens"] == {
+        "stored A": "PENDING",
+        "derived A": "PENDING",
+        "derived B": "PENDING",
+        "unknown": None,
+    }
+
+
+def test_migration_0013_both_ways_keeps_every_link_on_postgresql(postgres_cluster, tmp_path):
+    name = f"tokens_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_cluster.url("postgres"), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        _assert_no_link_broke(_run_migration_script(postgres_cluster.url(name), tmp_path))
+    finally:
+        with psycopg.connect(postgres_cluster.url("postgres"), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_migration_0013_both_ways_keeps_every_link_on_the_sqlite_default(tmp_path):
+    _assert_no_link_broke(_run_migration_script(f"sqlite:///{tmp_path / 'db.sqlite3'}", tmp_path))
