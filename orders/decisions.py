@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -200,6 +201,61 @@ class Decisions:
         return [d for d in self.drops if d.accepted]
 
 
+class Decider:
+    """Rules 1–8 for a batch's drops in submission order, a run of drops at a time.
+
+    A batch writes its drops while the later ones are still being decided: each chunk is
+    decided just before its rows are made (orders.services._drop_rows), so deciding
+    overlaps with the database storing the chunk before (issue 18). Pickups are decided at
+    once, up front: a pickup's failure rejects its whole group, and the groups' orders are
+    written before their drops. Rules 7–8 carry the balance left and the ids accepted from
+    one run to the next, so the runs decide exactly what one pass over the batch would.
+    """
+
+    def __init__(
+        self,
+        batch: BatchIn,
+        pins: dict[str, Pin | None],
+        state: AccountState,
+        now: datetime,
+        quoted_prices: list[Decimal | None] | None = None,
+    ) -> None:
+        self.batch, self.state = batch, state
+        groups = batch.groups
+        self.pickups = [locate(g.pickup.place, g.pickup.phone, pins) for g in groups]
+        _check_pickups(state.coverage, self.pickups, groups, now)
+        self._pins = pins
+        self._drops = [(index, drop) for index, g in enumerate(groups) for drop in g.drops]
+        self._quoted = quoted_prices
+        self._charges = _Charges(state)
+        self._done = 0
+
+    def __len__(self) -> int:
+        return len(self._drops)
+
+    def next_drops(self, count: int) -> list[DropDecision]:
+        """The next `count` drops (fewer at the end), decided."""
+        start = self._done
+        part = self._drops[start : start + count]
+        self._done = start + len(part)
+        located = [locate(drop.place, drop.phone, self._pins) for _, drop in part]
+        _check_served(self.state.coverage, located)
+        pickups = self.pickups
+        decided = []
+        for (index, drop), where in zip(part, located, strict=True):
+            pickup = pickups[index]
+            reason, side = _first_failure(pickup, where)
+            decided.append(DropDecision(index, drop, pickup, where, reason, side))
+        quoted = self._quoted[start : self._done] if self._quoted is not None else None
+        self._charges.apply(decided, quoted)
+        return decided
+
+    def runs(self, count: int) -> Iterator[list[DropDecision]]:
+        """Every drop not decided yet, `count` at a time."""
+        while self._done < len(self._drops):
+            yield self.next_drops(count)
+
+
 def decide_batch(
     batch: BatchIn,
     pins: dict[str, Pin | None],
@@ -212,65 +268,67 @@ def decide_batch(
     With `quoted_prices` (a quote's, DESIGN.md §12) a drop is charged its quoted price
     instead of the plan's, and rule 8 weighs that price.
     """
-    groups = batch.groups
-    pickups = [locate(g.pickup.place, g.pickup.phone, pins) for g in groups]
-    drops = [[locate(d.place, d.phone, pins) for d in g.drops] for g in groups]
-    _check_coverage(state.coverage, pickups, drops, groups, now)
-    decided = []
-    for index, (group, pickup, located_drops) in enumerate(
-        zip(groups, pickups, drops, strict=True)
-    ):
-        for drop, located in zip(group.drops, located_drops, strict=True):
-            reason, side = _first_failure(pickup, located)
-            decided.append(DropDecision(index, drop, pickup, located, reason, side))
-    return decide_charges(Decisions(batch, decided, state, quoted_prices), state)
+    decider = Decider(batch, pins, state, now, quoted_prices)
+    return Decisions(batch, decider.next_drops(len(decider)), state, quoted_prices)
 
 
-def decide_charges(decisions: Decisions, state: AccountState) -> Decisions:
-    """Rules 7–8, again from scratch against `state`: duplicates, then price and balance.
+class _Charges:
+    """Rules 7–8 over drops given in submission order, in as many runs as they come.
 
-    Drops are priced and charged in submission order; an earlier accepted drop of the same
-    batch takes its client_order_id, and the balance never goes below zero.
+    Drops are priced and charged in order; an earlier accepted drop of the same batch takes
+    its client_order_id, and the balance never goes below zero.
     """
-    remaining = state.balance
-    accepted_ids: set[str] = set()
-    quoted = decisions.quoted_prices or [None] * len(decisions.drops)
-    origins: dict[int, DistancesFrom] = {}
-    for decision, quoted_price in zip(decisions.drops, quoted, strict=True):
-        if decision.reason is not None and decision.reason < Reason.DUPLICATE_CLIENT_ORDER_ID:
-            continue
-        decision.reason, decision.side, decision.price = None, "", None
-        client_order_id = decision.drop.client_order_id
-        if client_order_id in state.taken or client_order_id in accepted_ids:
-            decision.reason, decision.side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
-            continue
-        price = quoted_price
-        if price is None:
-            origin = origins.get(decision.group)
-            if origin is None:  # each pickup's own terms once, for all its drops
-                origin = origins[decision.group] = DistancesFrom(*decision.pickup.pin)
-            km = origin.km(*decision.located.pin)
-            price = price_for(state.plan, km)
-        if state.charges_wallet and price > remaining:
-            decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"
-            continue
-        if state.charges_wallet:
-            remaining -= price
-        decision.price = price
-        accepted_ids.add(client_order_id)
-    decisions.state = state
-    return decisions
+
+    __slots__ = ("accepted_ids", "origins", "remaining", "state")
+
+    def __init__(self, state: AccountState) -> None:
+        self.state, self.remaining = state, state.balance
+        self.accepted_ids: set[str] = set()
+        self.origins: dict[int, DistancesFrom] = {}
+
+    def apply(self, drops: list[DropDecision], quoted: list[Decimal | None] | None) -> None:
+        state, accepted_ids, origins = self.state, self.accepted_ids, self.origins
+        remaining = self.remaining
+        for decision, quoted_price in zip(drops, quoted or [None] * len(drops), strict=True):
+            if decision.reason is not None and decision.reason < Reason.DUPLICATE_CLIENT_ORDER_ID:
+                continue
+            decision.reason, decision.side, decision.price = None, "", None
+            client_order_id = decision.drop.client_order_id
+            if client_order_id in state.taken or client_order_id in accepted_ids:
+                decision.reason, decision.side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
+                continue
+            price = quoted_price
+            if price is None:
+                origin = origins.get(decision.group)
+                if origin is None:  # each pickup's own terms once, for all its drops
+                    origin = origins[decision.group] = DistancesFrom(*decision.pickup.pin)
+                km = origin.km(*decision.located.pin)
+                price = price_for(state.plan, km)
+            if state.charges_wallet and price > remaining:
+                decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"
+                continue
+            if state.charges_wallet:
+                remaining -= price
+            decision.price = price
+            accepted_ids.add(client_order_id)
+        self.remaining = remaining
 
 
-def _check_coverage(coverage: Coverage, pickups, drops, groups, now: datetime) -> None:
-    """Reasons 4–6: outside every active area; pickup time in the past or out of hours."""
-    placed = [x for x in pickups if x.reason is None]
-    placed += [x for group in drops for x in group if x.reason is None]
+def _check_served(coverage: Coverage, located: list[Located]) -> None:
+    """Reason 4: placed, but outside every active area."""
+    placed = [x for x in located if x.reason is None]
+    if not placed:
+        return
     where = coverage.locate([x.pin[0] for x in placed], [x.pin[1] for x in placed])
-    for located, areas in zip(placed, where, strict=True):
-        located.areas = areas
+    for place, areas in zip(placed, where, strict=True):
+        place.areas = areas
         if not areas:
-            located.reason = Reason.OUT_OF_SERVICE_AREA
+            place.reason = Reason.OUT_OF_SERVICE_AREA
+
+
+def _check_pickups(coverage: Coverage, pickups: list[Located], groups, now: datetime) -> None:
+    """Reasons 4–6 of the pickups: outside every active area; time in the past or out of hours."""
+    _check_served(coverage, pickups)
     for group, pickup in zip(groups, pickups, strict=True):
         if pickup.reason is None:
             when = group.pickup.scheduled_at or now

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -26,14 +27,15 @@ from core.writes import insert_chunks, insert_rows
 from events.models import EventType
 from events.services import record_events
 from geo.geocoders import Pin, geocode_addresses
-from geo.services import load_coverage
+from geo.services import Coverage, load_coverage
 from orders.decisions import (
+    MESSAGES,
     AccountState,
+    Decider,
     Decisions,
     Reason,
     addresses_to_geocode,
     decide_batch,
-    decide_charges,
 )
 from orders.errors import (
     ClientBatchIdReused,
@@ -141,11 +143,15 @@ def create_batch(
         # A quote is checked after the claims: a retry of a batch that used it replays.
         quote = quote_for(business, environment, batch, now) if batch.quoted_fingerprint else None
         quoted_prices = quote.decimal_prices() if quote else None
-        # Decided against a snapshot, then written under the account lock, which re-checks
-        # what another batch of this account may have changed meanwhile.
-        state = read_state(business, environment, batch, taken=False)
-        decisions = decide_batch(batch, pins, state, now, quoted_prices)
-        write_batch(row, decisions, now=now, base_url=base_url)
+        write_batch(
+            row,
+            batch,
+            pins,
+            load_coverage(),
+            now=now,
+            quoted_prices=quoted_prices,
+            base_url=base_url,
+        )
         if quote is not None and row.accepted and not _use_quote(quote, row):
             raise QuoteUsed
     return BatchResult.of(row, replayed=False)
@@ -232,14 +238,9 @@ def locate_places(batch: BatchIn) -> dict[str, Pin | None]:
     return geocode_addresses(addresses_to_geocode(places_of(batch)))
 
 
-def read_state(
-    business: Business, environment: str, batch: BatchIn, *, taken: bool = True
-) -> AccountState:
-    """What the rules need, read without a lock: coverage, plan, balance, taken ids.
-
-    With taken=False no id is looked up: a batch lets the database's unique index say
-    whether one is taken (write_batch), a quote must ask.
-    """
+def read_state(business: Business, environment: str, batch: BatchIn) -> AccountState:
+    """What the rules need, read without a lock: coverage, plan, balance, taken ids. A
+    quote's snapshot; a batch decides under the account lock instead (write_batch)."""
     return AccountState(
         coverage=load_coverage(),
         plan=business.pricing_plan,
@@ -247,9 +248,7 @@ def read_state(
         balance=read_balance(business=business, environment=environment),
         taken=taken_ids(
             business, environment, [d.client_order_id for g in batch.groups for d in g.drops]
-        )
-        if taken
-        else frozenset(),
+        ),
     )
 
 
@@ -265,36 +264,52 @@ def taken_ids(business: Business, environment: str, ids: list[str]) -> frozenset
     )
 
 
-def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: str) -> None:
-    """Take the account lock, re-decide rules 7–8 where the account moved, write every row.
+def write_batch(
+    row: Batch,
+    batch: BatchIn,
+    pins: dict[str, Pin | None],
+    coverage: Coverage,
+    *,
+    now: datetime,
+    quoted_prices: list[Decimal | None] | None,
+    base_url: str,
+) -> None:
+    """Take the account lock, then decide and write every drop, a chunk at a time.
 
-    The batch was decided as if none of its client_order_ids were taken (read_state with
-    taken=False): looking 1000 ids up costs more than writing them. The partial unique index
-    `client_order_id_active_once` checks them as the drops go in; when it refuses one, the
-    write is rolled back to a savepoint and done again with the ids that are taken, read
-    under the lock. A drop refused for its balance is looked up first, as rule 7 comes
-    before rule 8. Either way the answer is exactly what checking first would have given.
+    Deciding happens under the lock, against the wallet as it is (orders.decisions.Decider),
+    and chunk by chunk as the drops' COPY goes: the database stores one chunk while the next
+    is decided and made (issue 18). No client_order_id is looked up first: looking 1000 ids
+    up costs more than writing them. The partial unique index `client_order_id_active_once`
+    checks them as the drops go in; when it refuses one, the write is rolled back to a
+    savepoint and done again knowing the ids that are taken, read under the lock. When it
+    refuses none, only the drops refused for their balance can still hold a taken id: rule 7
+    comes before rule 8, so those are looked up and named duplicates. Either way the answer
+    is exactly what checking every id first would have given.
     """
     business, environment = row.business, row.environment
     # From here on we hold the account lock (see Till): no other batch of this business
     # and environment can debit or take a client_order_id until we commit.
     till = open_till(business=business, environment=environment)
-    seen = decisions.state
-    if till.wallet.balance != seen.balance:
-        # Money moved since the snapshot (another batch, a top-up, a refund): rule 8 again.
-        decisions = decide_charges(decisions, replace(seen, balance=till.wallet.balance))
-    if any(d.reason is Reason.INSUFFICIENT_BALANCE for d in decisions.drops):
-        written = _write_drops(row, _with_taken_ids(decisions, till), till, now)
+    state = AccountState(
+        coverage=coverage,
+        plan=till.plan,
+        charges_wallet=till.is_wallet,
+        balance=till.wallet.balance,
+        taken=frozenset(),
+    )
+    try:
+        with transaction.atomic():  # a savepoint
+            written = _write_drops(row, Decider(batch, pins, state, now, quoted_prices), till, now)
+    except IntegrityError:
+        till.charges.clear()
+        ids = [d.client_order_id for g in batch.groups for d in g.drops]
+        taken = taken_ids(business, environment, ids)
+        if not taken:
+            raise  # no id is taken: a fault, not a decision
+        exact = replace(state, taken=taken)
+        written = _write_drops(row, Decider(batch, pins, exact, now, quoted_prices), till, now)
     else:
-        try:
-            with transaction.atomic():  # a savepoint
-                written = _write_drops(row, decisions, till, now)
-        except IntegrityError:
-            till.charges.clear()
-            exact = _with_taken_ids(decisions, till)
-            if not exact.state.taken:
-                raise  # no id is taken: a fault, not a decision
-            written = _write_drops(row, exact, till, now)
+        _name_duplicates_refused_for_balance(written, business, environment)
     till.settle(batch_id=row.pk, at=now)
     if written.scenarios_from is not None:
         # The sandbox test driver takes them from here (tracking/scenarios.py), in a task
@@ -348,22 +363,41 @@ def write_batch(row: Batch, decisions: Decisions, *, now: datetime, base_url: st
     )
 
 
-def _with_taken_ids(decisions: Decisions, till: Till) -> Decisions:
-    """Rules 7–8 again, knowing which ids active drops hold (read under the account lock)."""
-    ids = [d.drop.client_order_id for d in decisions.drops]
-    taken = taken_ids(till.business, till.environment, ids)
-    state = replace(decisions.state, taken=taken, balance=till.wallet.balance)
-    return decide_charges(decisions, state)
+def _name_duplicates_refused_for_balance(
+    written: Written, business: Business, environment: str
+) -> None:
+    """Rule 7 before rule 8 for the drops refused for their balance: written with no id
+    looked up, the index vouched for every accepted drop's id, not for theirs. One that an
+    active drop holds is a duplicate. A refused drop spent nothing, so no other decision
+    changes."""
+    refused = written.refused_for_balance
+    if not refused:
+        return
+    taken = taken_ids(
+        business, environment, [written.results[i]["client_order_id"] for i in refused]
+    )
+    for i in refused:
+        entry = written.results[i]
+        if entry["client_order_id"] in taken:
+            entry["failure_reason"] = Reason.DUPLICATE_CLIENT_ORDER_ID.name
+            entry["message"] = MESSAGES[Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"]
 
 
-def _write_drops(row: Batch, decisions: Decisions, till: Till, now: datetime) -> Written:
-    """The batch's orders in one COPY, then its drops in another, fed chunk by chunk as the
-    rows are made (core.writes.insert_chunks): PostgreSQL stores a chunk while the next one
-    is built. A drop's creation is its row, no event."""
+def _write_drops(row: Batch, decider: Decider, till: Till, now: datetime) -> Written:
+    """The batch's orders in one COPY, then its drops in another, decided and fed chunk by
+    chunk (core.writes.insert_chunks): PostgreSQL stores a chunk while the next one is
+    decided and built. A drop's creation is its row, no event.
+
+    The orders go first, for every group whose pickup passed its rules (the drops' ownership
+    check wants them); a group none of whose drops was accepted loses its order afterwards.
+    """
     written = Written([])
-    order_ids = uuid7_texts(len(decisions.batch.groups))
-    insert_rows(Order, ORDER_FIELDS, _order_rows(row, decisions, order_ids, now))
-    insert_chunks(Drop, DROP_FIELDS, _drop_rows(row, decisions, order_ids, till, now, written))
+    order_ids = uuid7_texts(len(decider.batch.groups))
+    insert_rows(Order, ORDER_FIELDS, _order_rows(row, decider, order_ids, now))
+    insert_chunks(Drop, DROP_FIELDS, _drop_rows(row, decider, order_ids, till, now, written))
+    empty = {i for i, p in enumerate(decider.pickups) if p.reason is None} - written.groups
+    if empty:
+        Order.objects.filter(pk__in=[order_ids[i] for i in empty]).delete()
     return written
 
 
@@ -388,18 +422,18 @@ class Written:
     results: list[dict]
     accepted: int = 0
     scenarios_from: datetime | None = None  # when the first scenario step is due, if any
+    groups: set[int] = field(default_factory=set)  # the pickup groups with an accepted drop
+    refused_for_balance: list[int] = field(default_factory=list)  # their indexes in results
 
 
-def _order_rows(
-    row: Batch, decisions: Decisions, order_ids: list[str], now: datetime
-) -> list[tuple]:
-    """One order per pickup group with an accepted drop, as tuples of ORDER_FIELDS."""
+def _order_rows(row: Batch, decider: Decider, order_ids: list[str], now: datetime) -> list[tuple]:
+    """One order per pickup group whose pickup passed its rules, as tuples of ORDER_FIELDS."""
     business_id, batch_id, environment = str(row.business_id), str(row.pk), row.environment
-    groups = decisions.batch.groups
-    # The pickup as located, one per group (its drops share it), for the groups that ship.
-    located = {d.group: d.pickup for d in decisions.drops if d.reason is None}
+    groups = decider.batch.groups
     rows = []
-    for index, pickup in located.items():
+    for index, pickup in enumerate(decider.pickups):
+        if pickup.reason is not None:
+            continue
         given = groups[index].pickup
         rows.append((
             order_ids[index], batch_id, business_id, environment, given.name, given.phone,
@@ -416,71 +450,75 @@ DROP_CHUNK_ROWS = 100
 
 def _drop_rows(
     row: Batch,
-    decisions: Decisions,
+    decider: Decider,
     order_ids: list[str],
     till: Till,
     now: datetime,
     written: Written,
 ) -> Iterator[list[tuple]]:
-    """The accepted drops as chunks of DROP_FIELDS tuples; on the way, every drop's result
-    entry in submission order and every charge go into `written` and `till`."""
+    """The drops decided DROP_CHUNK_ROWS at a time, each run's accepted ones as a chunk of
+    DROP_FIELDS tuples; on the way, every drop's result entry in submission order and every
+    charge go into `written` and `till`."""
     # Ids as text: COPY and the answer both want text, once per batch rather than per row.
     business_id, batch_id = str(row.business_id), str(row.pk)
     environment, currency = row.environment, settings.CURRENCY
-    groups = decisions.batch.groups
-    # Ids and their tracking tokens for every drop at once (core/ids.py, orders/links.py);
-    # rejected drops leave theirs unused.
-    drop_ids = uuid7_texts(len(decisions.drops))
-    tokens = tracking_tokens(drop_ids)
+    groups = decider.batch.groups
+    # Ids for every drop at once (core/ids.py); rejected drops leave theirs unused.
+    drop_ids = uuid7_texts(len(decider))
     link = tracking_url("")
     first_step = now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
-    charge, results = till.record, written.results
-    chunk: list[tuple] = []
-    for n, decision in enumerate(decisions.drops):
-        drop = decision.drop
-        if decision.reason is not None:
-            results.append(
-                {
-                    "client_order_id": drop.client_order_id,
-                    "external_waybill": drop.external_waybill,
-                    "status": "rejected",
-                    "failure_reason": decision.reason.name,
-                    "message": decision.message,
-                }
-            )
-            continue
-        pickup, located, price = decision.pickup, decision.located, decision.price
-        scheduled = groups[decision.group].pickup.scheduled_at is not None
-        order_id, drop_id, token = order_ids[decision.group], drop_ids[n], tokens[n]
-        charge(drop_id, price)
-        pin = new_pin() if drop.wants_pin else None
-        walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
-        if walks:
-            written.scenarios_from = first_step
-        chunk.append((
-            drop_id, order_id, batch_id, business_id, environment, drop.client_order_id,
-            drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
-            drop.place.address, located.resolved, initial_status(scheduled=scheduled), price,
-            currency, now, now, pin, drop.scenario, first_step if walks else None,
-        ))  # fmt: skip
-        entry = {
-            "client_order_id": drop.client_order_id,
-            "external_waybill": drop.external_waybill,
-            "status": "accepted",
-            "pass_order_id": order_id,
-            "drop_id": drop_id,
-            "price": money(price),
-            "currency": currency,
-            "tracking_url": link + token,
-        }
-        if located.resolved or pickup.resolved:
-            entry |= decision.resolved_pins()
-        if pin is not None:
-            entry["dropoff_pin"] = pin
-        results.append(entry)
-        if len(chunk) == DROP_CHUNK_ROWS:
-            written.accepted += len(chunk)
-            yield chunk
-            chunk = []
-    written.accepted += len(chunk)
-    yield chunk
+    charge, results, shipped = till.record, written.results, written.groups
+    refused_for_balance = written.refused_for_balance
+    n = 0
+    for decided in decider.runs(DROP_CHUNK_ROWS):
+        # The run's ids, and their tracking tokens in one cipher call (orders/links.py).
+        ids = drop_ids[n : n + len(decided)]
+        chunk: list[tuple] = []
+        for decision, drop_id, token in zip(decided, ids, tracking_tokens(ids), strict=True):
+            drop = decision.drop
+            if decision.reason is not None:
+                if decision.reason is Reason.INSUFFICIENT_BALANCE:
+                    refused_for_balance.append(len(results))
+                results.append(
+                    {
+                        "client_order_id": drop.client_order_id,
+                        "external_waybill": drop.external_waybill,
+                        "status": "rejected",
+                        "failure_reason": decision.reason.name,
+                        "message": decision.message,
+                    }
+                )
+                continue
+            pickup, located, price = decision.pickup, decision.located, decision.price
+            scheduled = groups[decision.group].pickup.scheduled_at is not None
+            order_id = order_ids[decision.group]
+            shipped.add(decision.group)
+            charge(drop_id, price)
+            pin = new_pin() if drop.wants_pin else None
+            walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
+            if walks:
+                written.scenarios_from = first_step
+            chunk.append((
+                drop_id, order_id, batch_id, business_id, environment, drop.client_order_id,
+                drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
+                drop.place.address, located.resolved, initial_status(scheduled=scheduled),
+                price, currency, now, now, pin, drop.scenario, first_step if walks else None,
+            ))  # fmt: skip
+            entry = {
+                "client_order_id": drop.client_order_id,
+                "external_waybill": drop.external_waybill,
+                "status": "accepted",
+                "pass_order_id": order_id,
+                "drop_id": drop_id,
+                "price": money(price),
+                "currency": currency,
+                "tracking_url": link + token,
+            }
+            if located.resolved or pickup.resolved:
+                entry |= decision.resolved_pins()
+            if pin is not None:
+                entry["dropoff_pin"] = pin
+            results.append(entry)
+        n += len(decided)
+        written.accepted += len(chunk)
+        yield chunk

@@ -1,5 +1,6 @@
-"""Decide, then write: decide_batch is pure (no query, no write), write_batch re-checks
-rules 7–8 under the account lock (orders/decisions.py, orders/services.py)."""
+"""Deciding is pure (no query, no write): decide_batch for a quote, orders.decisions.Decider
+for a batch, which decides a run of drops at a time while the earlier ones are written
+(orders/decisions.py, orders/services.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from orders.decisions import Reason, decide_batch, decide_charges
+from orders.decisions import Decider, Reason, decide_batch
 from orders.inputs import parse_batch
 from orders.models import Batch, Drop
 from orders.services import locate_places, read_state
@@ -43,19 +44,23 @@ def test_decide_batch_writes_nothing(decided):
     assert not Drop.objects.exists() and not Batch.objects.exists()
 
 
-def test_deciding_again_against_a_moved_account_flips_only_rules_7_and_8(decided):
+def test_deciding_against_a_moved_account_flips_only_rules_7_and_8(decided):
+    """What the write path does when the index refuses a taken id: decide the batch again,
+    knowing the ids that are taken (orders.services.write_batch)."""
     body, pins, state = decided
-    decisions = decide_batch(body, pins, state, timezone.now())
+    now = timezone.now()
+    first = decide_batch(body, pins, state, now)
+    assert [d.reason for d in first.drops] == [None, None, Reason.DUPLICATE_CLIENT_ORDER_ID]
 
     # Meanwhile another batch of the account took D-2.
-    again = decide_charges(decisions, replace(state, taken=frozenset({"D-2"})))
+    again = decide_batch(body, pins, replace(state, taken=frozenset({"D-2"})), now)
     assert [d.reason for d in again.drops] == [
         None,
         Reason.DUPLICATE_CLIENT_ORDER_ID,
         Reason.DUPLICATE_CLIENT_ORDER_ID,
     ]
     # ... or spent all but one drop's price.
-    poorer = decide_charges(again, replace(state, balance=Decimal("2.83")))
+    poorer = decide_batch(body, pins, replace(state, balance=Decimal("2.83")), now)
     assert [d.reason for d in poorer.drops] == [
         None,
         Reason.INSUFFICIENT_BALANCE,
@@ -65,13 +70,96 @@ def test_deciding_again_against_a_moved_account_flips_only_rules_7_and_8(decided
     assert poorer.state.balance == Decimal("2.83")
 
 
-def test_rules_1_to_6_are_not_decided_again(open_for_business, make_tenant):
+def test_rules_1_to_6_come_before_7_and_8(open_for_business, make_tenant):
     tenant = make_tenant()
     body = parse_batch(batch(group(drop("X", phone="not a phone"), drop("Y"))))
     state = read_state(tenant.business, "sandbox", body)
-    decisions = decide_batch(body, locate_places(body), state, timezone.now())
 
-    again = decide_charges(decisions, replace(state, taken=frozenset()))
+    again = decide_batch(
+        body, locate_places(body), replace(state, taken=frozenset({"X"})), timezone.now()
+    )
 
     assert [d.reason for d in again.drops] == [Reason.INVALID_PHONE, None]
     assert again.drops[0].message == "The recipient phone is not a valid E.164 number."
+
+
+# --- Deciding a run at a time (orders.decisions.Decider), as the write path does ------------
+
+FAR_OUT = {"lat": 13.4125, "long": 103.8670}  # Angkor Wat: outside the service area
+NEAR = {"lat": 11.5600, "long": 104.9290}
+FARTHER = {"lat": 11.5900, "long": 104.9000}
+
+
+def mixed_body():
+    """Every rule at work in one batch: bad phones, no place, outside, a bad pickup's group,
+    duplicates within the batch and of an active drop, and a balance that runs out."""
+    return parse_batch(
+        batch(
+            group(
+                drop("M-1"),
+                drop("M-2", phone="12"),
+                drop("M-3", **FAR_OUT),
+                drop("M-1"),  # a duplicate of the batch's own M-1
+                drop("TAKEN", **NEAR),
+                drop("M-4", **FARTHER),
+                drop("M-5", **NEAR),
+                drop("M-6", lat=None, long=None),
+            ),
+            group(drop("G2-1"), drop("G2-2"), phone="not a phone"),
+            group(*[drop(f"R-{i}", **(NEAR if i % 3 else FARTHER)) for i in range(23)]),
+        )
+    )
+
+
+@pytest.mark.parametrize("run", [1, 2, 3, 7, 100])
+def test_deciding_in_runs_decides_what_one_pass_decides(open_for_business, make_tenant, run):
+    tenant = make_tenant(sandbox_balance="40.00")
+    body = mixed_body()
+    pins = locate_places(body)
+    state = replace(read_state(tenant.business, "sandbox", body), taken=frozenset({"TAKEN"}))
+    now = timezone.now()
+    whole = decide_batch(body, pins, state, now)
+    # The balance runs out part way, so rule 8 carries over from run to run.
+    reasons = [d.reason for d in whole.drops]
+    assert Reason.INSUFFICIENT_BALANCE in reasons and reasons.count(None) > 10
+    assert len(set(reasons)) == 6
+
+    decider = Decider(body, pins, state, now)
+    runs = list(decider.runs(run))
+
+    assert [len(r) for r in runs[:-1]] == [run] * (len(runs) - 1)
+    in_runs = [d for r in runs for d in r]
+    assert [(d.reason, d.side, d.price, d.group) for d in in_runs] == [
+        (d.reason, d.side, d.price, d.group) for d in whole.drops
+    ]
+    assert list(decider.runs(run)) == []  # every drop is decided once
+
+
+def test_quoted_prices_are_charged_run_by_run(open_for_business, make_tenant):
+    tenant = make_tenant(sandbox_balance="9.00")
+    body = parse_batch(batch(group(*[drop(f"Q-{i}") for i in range(5)])))
+    state = read_state(tenant.business, "sandbox", body)
+    quoted = [Decimal("3.00"), None, Decimal("4.00"), Decimal("2.50"), Decimal("1.00")]
+    now = timezone.now()
+
+    decider = Decider(body, locate_places(body), state, now, quoted)
+    decided = [d for r in decider.runs(2) for d in r]
+
+    # 3.00, then the plan's 2.83 for the unquoted one (5.83); 4.00 would overdraw; 2.50
+    # fits (8.33); 1.00 would overdraw. Each run takes the quoted prices of its own drops.
+    assert [d.price for d in decided] == [
+        Decimal("3.00"),
+        Decimal("2.83"),
+        None,
+        Decimal("2.50"),
+        None,
+    ]
+    assert [d.reason for d in decided] == [
+        None,
+        None,
+        Reason.INSUFFICIENT_BALANCE,
+        None,
+        Reason.INSUFFICIENT_BALANCE,
+    ]
+    whole = decide_batch(body, locate_places(body), state, now, quoted)
+    assert [d.price for d in whole.drops] == [d.price for d in decided]
