@@ -6,11 +6,13 @@ import hmac
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
 from accounts.models import ApiKey, Business
+from core.reads import row_compiled_once
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -23,6 +25,49 @@ class KeyPrincipal:
     environment: str
     key: ApiKey
     is_authenticated: bool = True
+
+
+# The key, its business and the business's pricing plan, read as one row on PostgreSQL: the
+# SQL Django compiles for them is kept (core.reads.row_compiled_once), and the three models
+# are made from the row as Django's select_related makes them (Model.from_db). Compiling the
+# three-table join and walking its related selections cost Django ~1 ms a request, more
+# than the database takes to answer (docs/decisions.md, issue 18).
+_PLAN = Business._meta.get_field("pricing_plan").related_model
+_PATHS = ((ApiKey, ""), (Business, "business__"), (_PLAN, "business__pricing_plan__"))
+_PARTS = [(model, [f.attname for f in model._meta.concrete_fields]) for model, _ in _PATHS]
+_COLUMNS = [
+    prefix + name for (_, prefix), (_, names) in zip(_PATHS, _PARTS, strict=True) for name in names
+]
+
+
+def unrevoked_key(digest: str) -> ApiKey | None:
+    """The unrevoked key with this digest, with its business and plan loaded; else None."""
+    if connection.vendor != "postgresql":  # the embedded default: the ORM's own types
+        return (
+            ApiKey.objects.select_related("business__pricing_plan")
+            .filter(digest=digest, revoked_at__isnull=True)
+            .first()
+        )
+    row = row_compiled_once(
+        ("api key by digest",),
+        [digest],
+        lambda: (
+            ApiKey.objects.filter(digest=digest, revoked_at__isnull=True)
+            .order_by("pk")
+            .values_list(*_COLUMNS)[:1]
+        ),
+    )
+    if row is None:
+        return None
+    made, start = [], 0
+    for model, names in _PARTS:
+        values = row[start : start + len(names)]
+        start += len(names)
+        made.append(None if values[0] is None else model.from_db(connection.alias, names, values))
+    key, business, plan = made
+    business.pricing_plan = plan  # None when the business has none (the join found no row)
+    key.business = business
+    return key
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -39,11 +84,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not KEY_PATTERN.match(token):
             raise exceptions.AuthenticationFailed("The API key is malformed.")
         digest = digest_of(token)
-        key = (
-            ApiKey.objects.select_related("business__pricing_plan")
-            .filter(digest=digest, revoked_at__isnull=True)
-            .first()
-        )
+        key = unrevoked_key(digest)
         # The digest was found through a unique index; compare in constant time anyway.
         if key is None or not hmac.compare_digest(key.digest, digest):
             raise exceptions.AuthenticationFailed("The API key is unknown or revoked.")

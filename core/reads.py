@@ -58,6 +58,25 @@ def rows_compiled_once(
     return _run(sql, params)
 
 
+def row_compiled_once(
+    key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
+) -> tuple | None:
+    """The first row of `queryset()` (a values_list) as the database driver types it (what
+    Django's own iteration starts from on PostgreSQL), or None; the SQL kept as in
+    rows_compiled_once. For a one-row read on every request: a plain execute through
+    Django's cursor (its wrappers, its query log), no stream, times as datetimes."""
+    cache_key = (connection.vendor, key)
+    sql = _compiled.get(cache_key)
+    if sql is None:
+        sql, compiled = queryset().query.sql_with_params()
+        if list(compiled) == list(params):
+            _compiled[cache_key] = sql
+        params = compiled
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
 def _run(sql: str, params: Sequence) -> list[tuple]:
     rows: list[tuple] = []
     with connection.cursor() as cursor:

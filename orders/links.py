@@ -50,8 +50,11 @@ def tracking_tokens(drop_ids: Sequence[str]) -> list[str]:
     plain = bytes.fromhex("".join(drop_ids).replace("-", ""))
     encryptor = _cipher(settings.SECRET_KEY).encryptor()
     sealed = encryptor.update(plain) + encryptor.finalize()
-    encode = base64.urlsafe_b64encode
-    return [encode(sealed[i : i + 16])[:22].decode("ascii") for i in range(0, len(sealed), 16)]
+    # One base64 call for them all: each token padded to 18 bytes (6 whole groups of 3) is
+    # 24 characters, the first 22 of which are its own encoding (its last 2 are "AA").
+    padded = b"\0\0".join([sealed[i : i + 16] for i in range(0, len(sealed), 16)]) + b"\0\0"
+    text = base64.urlsafe_b64encode(padded).decode("ascii")
+    return [text[i : i + 22] for i in range(0, len(text), 24)]
 
 
 def tracking_token(drop_id: uuid.UUID | str) -> str:

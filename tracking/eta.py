@@ -93,6 +93,11 @@ class EtaModel:
                 "pickup_at": self._text(picked_up_at),
                 "dropoff_at": self._wire(max(done, epoch_us(now))),
             }
+        return self.before_pickup(self.start(pickup_time, now), km)
+
+    def start(self, pickup_time: datetime, now: datetime) -> tuple[str, int]:
+        """What every not yet picked-up drop of one pickup time shares: the pickup's text,
+        and when a drop with no way to go would be done (pickup + both handlings, epoch µs)."""
         start = self.starts.get((pickup_time, now))
         if start is None:
             pickup_at = max(pickup_time + self.dispatch, now)
@@ -100,5 +105,9 @@ class EtaModel:
                 iso_z(pickup_at),
                 epoch_us(pickup_at + self.handling + self.handling),
             )
+        return start
+
+    def before_pickup(self, start: tuple[str, int], km: float) -> dict:
+        """The ETA of a drop not yet picked up, from its pickup's start() and its distance."""
         pickup_text, handled = start
         return {"pickup_at": pickup_text, "dropoff_at": self._wire(handled + self._travel_us(km))}

@@ -252,13 +252,14 @@ class _Context:
     """What every entry of one answer shares: the time, the link prefix, the ETA model, the
     wire texts of the rows' times."""
 
-    __slots__ = ("eta", "link", "moments", "now", "times")
+    __slots__ = ("eta", "link", "moments", "now", "starts", "times")
 
     def __init__(self) -> None:
         self.now = timezone.now()
         self.link = tracking_url("")
         self.eta = EtaModel()
         self.moments: dict[str, datetime] = {}
+        self.starts: dict[str, tuple[str, int]] = {}  # EtaModel.start by pickup time's text
         self.times = WireTimes()
 
     def _moment(self, text: str) -> datetime:
@@ -312,6 +313,16 @@ class _Context:
         # The pickup time is when the drop started waiting for a courier; before that, when
         # it is scheduled (the sandbox test driver may dispatch a drop before its time).
         # Its creation is its first event (PENDING unless scheduled); then its moves.
+        if not moves and status == order.initial:
+            # Still in its first status (most drops): not picked up, not finished. Drops of a
+            # batch share their pickup's start, found by its wire text (a str keeps its hash).
+            waited_from = created if order.initial == _PENDING else order.scheduled or created
+            start = self.starts.get(waited_from)
+            if start is None:
+                start = self.starts[waited_from] = self.eta.start(
+                    self._moment(waited_from), self.now
+                )
+            return self.eta.before_pickup(start, order.distances.km(lat, long))
         waiting = created if order.initial == _PENDING else None
         picked_up = None
         for event in moves:

@@ -136,3 +136,38 @@ def test_a_live_key_cannot_be_made_before_live_access(make_tenant):
     services.enable_live(business=tenant.business)
     tenant.business.refresh_from_db()
     assert FORMAT.match(issue(tenant, "live").plaintext)
+
+
+def _fields(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+@pytest.mark.parametrize("with_plan", [True, False])
+def test_the_key_read_as_one_row_is_what_the_orm_reads(alice, with_plan):
+    """accounts.auth.unrevoked_key makes the key, its business and plan from one row whose
+    SQL is compiled once: every field and type as select_related gives them."""
+    from accounts.auth import unrevoked_key
+    from accounts.keys import digest_of
+
+    if not with_plan:
+        type(alice.business).objects.filter(pk=alice.business.pk).update(pricing_plan=None)
+    digest = digest_of(alice.sandbox_key)
+    expected = ApiKey.objects.select_related("business__pricing_plan").get(digest=digest)
+
+    for _ in range(2):  # compiled, then sent again as compiled
+        key = unrevoked_key(digest)
+        assert _fields(key) == _fields(expected)
+        assert {k: type(v) for k, v in _fields(key).items()} == {
+            k: type(v) for k, v in _fields(expected).items()
+        }
+        assert _fields(key.business) == _fields(expected.business)
+        assert key.business.pk == key.business_id and not key._state.adding
+        if with_plan:
+            assert _fields(key.business.pricing_plan) == _fields(expected.business.pricing_plan)
+        else:
+            assert key.business.pricing_plan is None
+
+    assert unrevoked_key(digest_of(issue(alice).plaintext)) is not None
+    ApiKey.objects.filter(digest=digest).update(revoked_at=datetime.now(UTC))
+    assert unrevoked_key(digest) is None
+    assert unrevoked_key("0" * 64) is None

@@ -113,7 +113,7 @@ def test_tracking_1000_identifiers_costs_the_queries_of_one(open_for_business, r
 
 
 def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
-    """Tracking's two reads keep their compiled SQL (core.reads.rows_compiled_once): the
+    """Tracking's two reads and the API key's keep their compiled SQL (core.reads): the
     values they pass are the ones Django binds, in its order. Were that guess wrong, every
     call would compile again, slower but right: this test is what notices."""
     api.bulk(batch(group(*[drop(f"TC-{i}") for i in range(3)])), rich.sandbox_key)
@@ -124,6 +124,6 @@ def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
         assert [e["client_order_id"] for e in entries] == wanted
 
     kept = {key[1][0] for key in reads._compiled}
-    assert kept == {"tracking drops", "tracking orders"}
-    # Active, then finished drops for the id found in neither; one orders' read.
-    assert len(reads._compiled) == 3
+    assert kept == {"api key by digest", "tracking drops", "tracking orders"}
+    # The key; active, then finished drops for the id found in neither; one orders' read.
+    assert len(reads._compiled) == 4

@@ -11,7 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.formats import iso_z
-from tests.tracking.helpers import advance, cancel, entries, place
+from geo.geometry import haversine_km
+from tests.factories import SHOP
+from tests.tracking.helpers import THIS_AFTERNOON, advance, cancel, entries, place
 from tracking.eta import EtaModel
 
 T0 = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # the fixture clock: 10:00 in Phnom Penh
@@ -107,3 +109,33 @@ def test_the_microsecond_arithmetic_gives_the_moments_datetimes_give():
         args = {"pickup_time": pickup_time, "picked_up_at": picked_up_at, "km": km, "now": now}
         status = "PENDING" if picked_up_at is None else "PICKED_UP"
         assert model.of(status=status, **args) == _by_datetimes(model, **args), args
+
+
+def test_drops_in_their_first_status_get_exactly_the_model_eta(open_for_business, alice, api):
+    """Tracking's shortcut for drops that have not moved (one start per pickup time, found by
+    its text: tracking.selectors._Context._eta) gives the model's own moments, to the ms."""
+    spots = [
+        {"lat": 11.5696, "long": 104.9210},
+        {"lat": 11.5800, "long": 104.9000},
+        {"lat": 11.5500, "long": 104.9400},
+        {"lat": 11.6064, "long": 104.9282},
+    ]
+    now_ids = [f"N-{i}" for i in range(len(spots))]
+    later_ids = [f"L-{i}" for i in range(len(spots))]
+    for ids, scheduled in ((now_ids, None), (later_ids, THIS_AFTERNOON)):
+        for i, spot in zip(ids, spots, strict=True):
+            place(api, alice.sandbox_key, i, scheduled_at=scheduled, **spot)
+
+    tracked = entries(api.track(now_ids + later_ids, alice.sandbox_key))
+
+    model = EtaModel()
+    for ids, scheduled in ((now_ids, None), (later_ids, THIS_AFTERNOON)):
+        for i, spot in zip(ids, spots, strict=True):
+            entry = tracked[i]
+            assert entry["status"] == ("SCHEDULED" if scheduled else "PENDING")
+            pickup_time = datetime.fromisoformat(scheduled or entry["created_at"])
+            km = haversine_km(SHOP["lat"], SHOP["long"], spot["lat"], spot["long"])
+            expected = _by_datetimes(
+                model, pickup_time=pickup_time, picked_up_at=None, km=km, now=T0
+            )
+            assert entry["eta"] == expected, i
