@@ -48,14 +48,7 @@ def rows_compiled_once(
     Django compiles, its params are compared with `params`, and the SQL is kept only when
     they match: a wrong guess of Django's order costs the saving, not the answer.
     """
-    cache_key = (connection.vendor, key)
-    sql = _compiled.get(cache_key)
-    if sql is None:
-        sql, compiled = queryset().query.sql_with_params()
-        if list(compiled) == list(params):
-            _compiled[cache_key] = sql
-        params = compiled
-    return _run(sql, params)
+    return _run(*_compiled_once(key, params, queryset))
 
 
 def row_compiled_once(
@@ -65,6 +58,16 @@ def row_compiled_once(
     Django's own iteration starts from on PostgreSQL), or None; the SQL kept as in
     rows_compiled_once. For a one-row read on every request: a plain execute through
     Django's cursor (its wrappers, its query log), no stream, times as datetimes."""
+    with connection.cursor() as cursor:
+        cursor.execute(*_compiled_once(key, params, queryset))
+        return cursor.fetchone()
+
+
+def _compiled_once(
+    key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
+) -> tuple[str, Sequence]:
+    """The SQL kept for `key` with `params`; else what Django compiles now (kept if its
+    params are `params`) with Django's own params."""
     cache_key = (connection.vendor, key)
     sql = _compiled.get(cache_key)
     if sql is None:
@@ -72,9 +75,7 @@ def row_compiled_once(
         if list(compiled) == list(params):
             _compiled[cache_key] = sql
         params = compiled
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
+    return sql, params
 
 
 def _run(sql: str, params: Sequence) -> list[tuple]:

@@ -131,3 +131,48 @@ def wait_until(condition, seconds: float = CONCURRENCY_WAIT_SECONDS) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
+
+
+# A subprocess with settings of its own (another DATABASE_URL): Django set up, every
+# migration applied, the demo region seeded and one business `tenant` provisioned. A script
+# run by run_django_script starts with this and prints its result as JSON on its last line.
+SCRIPT_WITH_A_TENANT = r"""
+import json, uuid
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from console.provisioning import provision_business
+from geo.demo import seed_region
+seed_region()
+tenant = provision_business(name="S", email="s@example.com")
+"""
+
+
+def run_django_script(script: str, database_url: str) -> dict:
+    """Run `script` in a fresh Python with DEBUG on and this database; its JSON result."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url,
+        "DEBUG": "true",
+        "CACHE_URL": "locmemcache://",
+        "PYTHONPATH": str(root),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

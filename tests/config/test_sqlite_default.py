@@ -4,31 +4,18 @@ The suite runs on PostgreSQL; this drives the SQLite forms of the set-based code
 inserts, `__any`, IsoZ, UuidText) end to end in a subprocess with its own settings.
 """
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.helpers import SCRIPT_WITH_A_TENANT, run_django_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-SCRIPT = r"""
-import json, uuid
-import django
-django.setup()
-from django.core.management import call_command
-call_command("migrate", verbosity=0)
+SCRIPT = (
+    SCRIPT_WITH_A_TENANT
+    + r"""
 import time_machine
 from datetime import datetime, UTC
-from console.provisioning import provision_business
-from geo.demo import seed_region
 from orders.inputs import parse_batch
 from orders.services import create_batch
 from tracking.selectors import track_drops
 from tracking.services import advance_sandbox_orders, cancel_orders
 
-seed_region()
-tenant = provision_business(name="S", email="s@example.com")
 body = {"client_batch_id": "b1", "orders": [{"pickup": {"name": "Shop", "phone": "+85512345678",
         "lat": 11.5564, "long": 104.9282}, "dropoff": [
         {"client_order_id": "A", "dropoff": {"name": "R", "phone": "+85512345679",
@@ -46,27 +33,11 @@ created = json.loads(out.body)["data"]
 tracked = track_drops(business=tenant.business, environment="sandbox", identifiers=["A", "B", "Z"])
 print(json.dumps({"created": created, "tracked": tracked}))
 """
+)
 
 
 def test_batch_tracking_and_moves_work_on_the_sqlite_default(tmp_path):
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "DEBUG": "true",
-        "CACHE_URL": "locmemcache://",
-        "PYTHONPATH": str(ROOT),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_django_script(SCRIPT, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     created, tracked = result["created"], result["tracked"]
 
     assert [o["status"] for o in created["orders"]] == ["accepted", "accepted", "rejected"]

@@ -5,12 +5,7 @@ before keep their links opening (orders migration 0013)."""
 from __future__ import annotations
 
 import base64
-import json
-import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -26,9 +21,8 @@ from orders.links import (
     tracking_tokens,
 )
 from orders.models import Drop, DropStatus, LegacyTrackingToken
+from tests.helpers import SCRIPT_WITH_A_TENANT, run_django_script
 from tests.tracking.helpers import drop_in
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_token_is_the_id_sealed_with_aes_under_a_key_of_its_own():
@@ -165,23 +159,16 @@ def test_a_new_drop_is_written_to_no_index_of_tokens(db):
 
 # --- Migration 0013, both ways, on PostgreSQL and on the SQLite default -----------------------
 
-MIGRATION_SCRIPT = r"""
-import json, uuid
-import django
-django.setup()
-from django.core.management import call_command
+MIGRATION_SCRIPT = (
+    SCRIPT_WITH_A_TENANT
+    + r"""
 from django.db import connection
-call_command("migrate", verbosity=0)
-from console.provisioning import provision_business
-from geo.demo import seed_region
 from orders.inputs import parse_batch
 from orders.links import tracking_token
 from orders.models import Drop
 from orders.services import create_batch
 from tracking.page_data import tracking_page
 
-seed_region()
-tenant = provision_business(name="S", email="s@example.com")
 body = {"client_batch_id": "b1", "orders": [{"pickup": {"name": "Shop", "phone": "+85512345678",
         "lat": 11.5564, "long": 104.9282}, "dropoff": [
         {"client_order_id": c, "dropoff": {"name": "R", "phone": "+85512345679",
@@ -224,27 +211,7 @@ print(json.dumps({
     },
 }))
 """
-
-
-def _run_migration_script(database_url: str, tmp_path) -> dict:
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url,
-        "DEBUG": "true",
-        "CACHE_URL": "locmemcache://",
-        "PYTHONPATH": str(ROOT),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", MIGRATION_SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+)
 
 
 def _assert_no_link_broke(result: dict) -> None:
@@ -261,16 +228,18 @@ def _assert_no_link_broke(result: dict) -> None:
     }
 
 
-def test_migration_0013_both_ways_keeps_every_link_on_postgresql(postgres_cluster, tmp_path):
+def test_migration_0013_both_ways_keeps_every_link_on_postgresql(postgres_cluster):
     name = f"tokens_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres_cluster.url("postgres"), autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     try:
-        _assert_no_link_broke(_run_migration_script(postgres_cluster.url(name), tmp_path))
+        _assert_no_link_broke(run_django_script(MIGRATION_SCRIPT, postgres_cluster.url(name)))
     finally:
         with psycopg.connect(postgres_cluster.url("postgres"), autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def test_migration_0013_both_ways_keeps_every_link_on_the_sqlite_default(tmp_path):
-    _assert_no_link_broke(_run_migration_script(f"sqlite:///{tmp_path / 'db.sqlite3'}", tmp_path))
+    _assert_no_link_broke(
+        run_django_script(MIGRATION_SCRIPT, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    )
