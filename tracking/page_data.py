@@ -17,7 +17,6 @@ from zoneinfo import ZoneInfo
 
 import shapely
 from django.conf import settings
-from django.db.models import Q
 
 from core.formats import zone_label
 from geo.geometry import geometry_from_geojson, leaflet_polygons
@@ -121,21 +120,26 @@ class TrackingPage:
     map: dict = field(default_factory=dict)
 
 
+def _page_row(drops) -> tuple | None:
+    return drops.order_by().values_list("pk", "business__name", "courier_progress").first()
+
+
 def tracking_page(token: str) -> TrackingPage | None:
     """The page of the drop with this tracking token; None if malformed or unknown.
 
-    Four queries whatever the drop's history: the drop, its entry (two), the areas.
+    Four queries whatever the drop's history: the drop, its entry (two), the areas; one more
+    for a link stored before tokens were derived, or one that names no drop.
     """
     if not TOKEN_SHAPE.match(token):
         return None
-    # The drop the token names under the current key or a fallback one (by primary key), or
-    # the drop a stored link of before names (orders.models.LegacyTrackingToken): one query.
-    stored = LegacyTrackingToken.objects.filter(token=token).values("drop_id")
-    found = (
-        Drop.objects.filter(Q(pk__in=drop_ids_of(token)) | Q(pk__in=stored))
-        .values_list("pk", "business__name", "courier_progress")
-        .first()
-    )
+    # The drop the token names under the current key or a fallback one, by primary key; else
+    # the drop a link stored before names (orders.models.LegacyTrackingToken). Two reads,
+    # not one with an OR: PostgreSQL cannot use an index for `id IN (…) OR id IN (subquery)`
+    # and would scan every drop.
+    found = _page_row(Drop.objects.filter(pk__in=drop_ids_of(token)))
+    if found is None:
+        stored = LegacyTrackingToken.objects.filter(token=token).values("drop_id")
+        found = _page_row(Drop.objects.filter(pk__in=stored))
     if found is None:
         return None
     drop_id, business_name, progress = found

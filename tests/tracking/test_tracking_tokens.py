@@ -142,6 +142,34 @@ def test_a_token_stored_before_tokens_were_derived_still_opens_its_drop(
     assert web.get(f"{TRACKING_PATH}Stored-before-0013-abd").status_code == 404
 
 
+def test_the_page_finds_its_drop_through_an_index_for_either_kind_of_link(open_for_business, alice):
+    """By primary key for a derived token, through the stored token's own key for one of
+    before: never a scan of every drop (an OR of the two in one query would be one)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tracking.page_data import tracking_page
+
+    row = drop_in(DropStatus.PENDING, business=alice.business)
+    # Canonical base64 like the tokens of before ("w": its unused bits clear), so it is read
+    # as a derived token first.
+    LegacyTrackingToken.objects.create(token="Stored-before-0013-xyw", drop=row)
+    reads = []
+    for token in (tracking_token(row.pk), "Stored-before-0013-xyw"):
+        with CaptureQueriesContext(connection) as queries:
+            assert tracking_page(token).status == DropStatus.PENDING
+        reads += [q["sql"] for q in queries if "courier_progress" in q["sql"]]
+    assert len(reads) == 3  # the derived token's read; the stored one's two (none, then it)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        for sql in reads:
+            cursor.execute("EXPLAIN " + sql)
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+            assert "Seq Scan on orders_drop" not in plan, plan
+            assert "orders_drop_pkey" in plan, plan
+
+
 def test_a_new_drop_is_written_to_no_index_of_tokens(db):
     """What the derived token is for (issue 18): the drops' table has no token column, so
     no unique index of random values for every drop written."""
