@@ -193,8 +193,6 @@ class Decisions:
     batch: BatchIn
     drops: list[DropDecision]
     state: AccountState
-    # A quote's prices, one per drop (None where it refused the drop): honoured if given.
-    quoted_prices: list[Decimal | None] | None = None
 
     @property
     def accepted(self) -> list[DropDecision]:
@@ -269,7 +267,7 @@ def decide_batch(
     instead of the plan's, and rule 8 weighs that price.
     """
     decider = Decider(batch, pins, state, now, quoted_prices)
-    return Decisions(batch, decider.next_drops(len(decider)), state, quoted_prices)
+    return Decisions(batch, decider.next_drops(len(decider)), state)
 
 
 class _Charges:
@@ -290,9 +288,8 @@ class _Charges:
         state, accepted_ids, origins = self.state, self.accepted_ids, self.origins
         remaining = self.remaining
         for decision, quoted_price in zip(drops, quoted or [None] * len(drops), strict=True):
-            if decision.reason is not None and decision.reason < Reason.DUPLICATE_CLIENT_ORDER_ID:
+            if decision.reason is not None:  # refused by rules 1–6 already
                 continue
-            decision.reason, decision.side, decision.price = None, "", None
             client_order_id = decision.drop.client_order_id
             if client_order_id in state.taken or client_order_id in accepted_ids:
                 decision.reason, decision.side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"

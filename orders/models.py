@@ -10,7 +10,6 @@ from django.db.models import F, Q
 
 from accounts.models import Environment
 from core.ids import uuid7
-from orders.links import tracking_token
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
 
@@ -348,12 +347,6 @@ class Drop(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
-
-    @property
-    def tracking_token(self) -> str:
-        """The recipient's page is /t/<token>: the id sealed under the tracking key, 128 bits
-        that look random to anyone without it (DESIGN.md §14, orders/links.py)."""
-        return tracking_token(self.pk)
 
     @property
     def initial_status(self) -> str:

@@ -21,7 +21,7 @@ from django.core.files.storage import default_storage
 from django.test import Client, override_settings
 
 from geo.models import ServiceArea
-from orders.links import TRACKING_PATH
+from orders.links import TRACKING_PATH, tracking_token
 from orders.models import DeliveryEvent, Drop, DropStatus, FailureReason, ProofMethod
 from tests.factories import batch, drop, group
 from tests.fixtures import OPEN_HOURS
@@ -60,7 +60,7 @@ def media(tmp_path, settings):
 
 
 def page_path(row: Drop) -> str:
-    return f"{TRACKING_PATH}{row.tracking_token}"
+    return f"{TRACKING_PATH}{tracking_token(row.pk)}"
 
 
 def html(response) -> str:
@@ -189,7 +189,7 @@ def test_the_page_never_shows_phones_price_last_name_pin_or_other_drops(
         "MINE-1",  # not even its own reference: the business's, not the recipient's
         "THEIRS-2",
         "Dara",
-        theirs.tracking_token,
+        tracking_token(theirs.pk),
         str(theirs.pk),
         str(mine.pk),
         str(mine.batch_id),

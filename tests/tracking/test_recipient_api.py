@@ -9,6 +9,7 @@ import pytest
 from django.test import override_settings
 
 from events.models import Event, EventType
+from orders.links import tracking_token
 from orders.models import Drop, DropStatus
 from tests.factories import batch, drop, group
 from tests.helpers import TRACKING_ENTRY_KEYS, assert_error
@@ -36,7 +37,7 @@ def test_every_accepted_drop_gets_its_own_tracking_url_in_the_result_and_the_ent
     orders = response.json()["data"]["orders"]
     urls = [o["tracking_url"] for o in orders]
     assert all(TOKEN_URL.match(url) for url in urls) and len(set(urls)) == 2
-    tokens = {d.client_order_id: d.tracking_token for d in Drop.objects.all()}
+    tokens = {d.client_order_id: tracking_token(d.pk) for d in Drop.objects.all()}
     assert urls == [
         f"https://track.example.com/t/{tokens['T-1']}",
         f"https://track.example.com/t/{tokens['T-2']}",

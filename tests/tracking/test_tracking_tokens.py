@@ -201,8 +201,12 @@ body = {"client_batch_id": "b1", "orders": [{"pickup": {"name": "Shop", "phone":
         "lat": 11.5564, "long": 104.9282}, "dropoff": [
         {"client_order_id": c, "dropoff": {"name": "R", "phone": "+85512345679",
          "lat": 11.5696, "long": 104.921}} for c in ("A", "B")]}]}
-out = create_batch(business=tenant.business, environment="sandbox",
-                   idempotency_key=uuid.uuid4(), batch=parse_batch(body), base_url="http://x")
+# Inside opening hours whenever the test runs: 10:00 in Phnom Penh (the fixtures' clock).
+import time_machine
+from datetime import datetime, UTC
+with time_machine.travel(datetime(2026, 11, 23, 3, 0, tzinfo=UTC), tick=False):
+    out = create_batch(business=tenant.business, environment="sandbox",
+                       idempotency_key=uuid.uuid4(), batch=parse_batch(body), base_url="http://x")
 urls = {o["client_order_id"]: o["tracking_url"] for o in json.loads(out.body)["data"]["orders"]}
 ids = {d.client_order_id: str(d.pk) for d in Drop.objects.all()}
 
