@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
+from config.api_urls import api_index
 from core.handlers import unknown_path
 from core.health import liveness, readiness
 from tracking.pages import delivery_photo_view, tracking_page_view
@@ -10,6 +11,7 @@ from tracking.pages import delivery_photo_view, tracking_page_view
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
+    path("api/v1", api_index),  # the index without its slash, as every route answers both
     # Any other /api/ path: a JSON 404 even when DEBUG would show its HTML 404 page.
     re_path(r"^api/", unknown_path),
     path("healthz", liveness),
