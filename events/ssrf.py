@@ -68,11 +68,41 @@ def resolve(host: str, port: int) -> list[str]:
 
 
 def refuse_internal(address: str) -> None:
-    """Loopback, private, link-local, multicast, reserved or unspecified: never called."""
+    """Loopback, private, link-local, multicast, reserved or unspecified: never called.
+
+    An IPv6 address that carries an IPv4 one (docs/api.md, webhook endpoints) is judged by
+    that IPv4 address too: 2002:7f00:1:: is 127.0.0.1 reached through 6to4.
+    """
     ip = ipaddress.ip_address(address.split("%")[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    if (
+        ip = ip.ipv4_mapped  # the host's own IPv4 stack: only the IPv4 address counts
+    for candidate in (ip, *embedded_ipv4(ip)):
+        if _internal(candidate):
+            raise UnsafeUrl("Must not point at a loopback, private or link-local address.")
+
+
+# NAT64's well-known prefix (RFC 6052): the IPv4 address is the last 32 bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 transition form reaches: IPv4-mapped (::ffff:0:0/96),
+    6to4 (2002::/16), Teredo (2001::/32: its server and its client) and NAT64 (64:ff9b::/96)."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    if ip.ipv4_mapped:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour:
+        return [ip.sixtofour]
+    if ip.teredo:
+        return list(ip.teredo)
+    if ip in _NAT64:
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)]
+    return []
+
+
+def _internal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return (
         ip.is_loopback
         or ip.is_private
         or ip.is_link_local
@@ -80,5 +110,4 @@ def refuse_internal(address: str) -> None:
         or ip.is_reserved
         or ip.is_unspecified
         or not ip.is_global
-    ):
-        raise UnsafeUrl("Must not point at a loopback, private or link-local address.")
+    )
