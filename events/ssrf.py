@@ -18,12 +18,23 @@ class UnsafeUrl(ValueError):
     """The URL may not be called; the message says why, for a `url` detail."""
 
 
+# Said when an endpoint is saved, after any refusal that WEBHOOK_ALLOW_PRIVATE_URLS lifts: a
+# newcomer's first webhook is on their own machine (docs/webhooks.md, "Try it locally").
+LOCAL_DEVELOPMENT = (
+    "For local development only, the server's operator can allow plain http and private "
+    "addresses with WEBHOOK_ALLOW_PRIVATE_URLS=true (in .env), then restart it."
+)
+
+
 def check_url(url: str) -> None:
     """Refuse a malformed URL, another scheme, or (in production) an internal host."""
+    _parse(url)  # malformed or not http(s): refused whatever the setting says
     if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
-        _parse(url)  # no look-up: any host will do
-        return
-    checked_addresses(url)
+        return  # no look-up: any host will do
+    try:
+        checked_addresses(url)
+    except UnsafeUrl as exc:
+        raise UnsafeUrl(f"{exc} {LOCAL_DEVELOPMENT}") from exc
 
 
 def checked_addresses(url: str) -> tuple[SplitResult, list[str]]:
