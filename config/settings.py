@@ -101,6 +101,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.middleware.RequestIdMiddleware",
+    "core.middleware.ApiHttpsOnlyMiddleware",
     "core.throttling.RateLimitHeadersMiddleware",
     "core.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",

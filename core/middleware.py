@@ -1,4 +1,5 @@
-"""Request-wide concerns: request ids on responses and log lines, the access log, the body limit."""
+"""Request-wide concerns: request ids on responses and log lines, the access log, https for the
+API, the body limit."""
 
 from __future__ import annotations
 
@@ -91,6 +92,34 @@ def log_access(request, response, seconds: float, db_seconds: float = 0.0) -> No
 
 def is_api(request) -> bool:
     return request.path.startswith("/api/")
+
+
+class ApiHttpsOnlyMiddleware:
+    """Where plain http is redirected (SECURE_SSL_REDIRECT), an API call over it is refused.
+
+    Pages keep Django's 301 to https, but a client that follows a 301 re-sends a POST as a
+    body-less GET, so the API answers 403 HTTPS_REQUIRED instead (docs/api.md, Errors),
+    before the body is read. The paths exempt from the redirect stay exempt.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.exempt = [re.compile(pattern) for pattern in settings.SECURE_REDIRECT_EXEMPT]
+
+    def __call__(self, request):
+        if (
+            settings.SECURE_SSL_REDIRECT
+            and is_api(request)
+            and not request.is_secure()
+            and not any(pattern.search(request.path.lstrip("/")) for pattern in self.exempt)
+        ):
+            return error_response(
+                request,
+                403,
+                "HTTPS_REQUIRED",
+                "The API answers over https only: send the same request to its https:// URL.",
+            )
+        return self.get_response(request)
 
 
 class ApiBodyLimitMiddleware:

@@ -135,9 +135,10 @@ UNAUTHENTICATED = failure(
 FORBIDDEN = failure(
     "Forbidden",
     403,
-    ["ACCOUNT_SUSPENDED", "LIVE_ACCESS_DISABLED"],
+    ["ACCOUNT_SUSPENDED", "LIVE_ACCESS_DISABLED", "HTTPS_REQUIRED"],
     "ACCOUNT_SUSPENDED: the account is suspended or has no API access. "
-    "LIVE_ACCESS_DISABLED: a live key before live access is switched on.",
+    "LIVE_ACCESS_DISABLED: a live key before live access is switched on. "
+    "HTTPS_REQUIRED: the call came over plain http; send it again to the https:// URL.",
 )
 METHOD_NOT_ALLOWED = failure(
     "MethodNotAllowed",
@@ -277,7 +278,8 @@ places (`"3.45"`); timestamps are ISO 8601 UTC with `Z`.
 
 **Errors.** 400 MALFORMED_JSON, VALIDATION_ERROR, IDEMPOTENCY_KEY_MISSING,
 IDEMPOTENCY_KEY_INVALID · 401 UNAUTHENTICATED · 403 ACCOUNT_SUSPENDED, LIVE_ACCESS_DISABLED,
-SANDBOX_ONLY · 404 NOT_FOUND · 405 METHOD_NOT_ALLOWED · 409 IDEMPOTENCY_KEY_REUSED,
+SANDBOX_ONLY, HTTPS_REQUIRED (plain http: the API is https only) · 404 NOT_FOUND ·
+405 METHOD_NOT_ALLOWED · 409 IDEMPOTENCY_KEY_REUSED,
 CLIENT_BATCH_ID_REUSED, ENDPOINT_LIMIT_REACHED, ENDPOINT_DISABLED · 413 PAYLOAD_TOO_LARGE ·
 415 UNSUPPORTED_MEDIA_TYPE · 429 RATE_LIMITED (with Retry-After).
 """

@@ -141,7 +141,7 @@ def _orders_of(name: str, error=None):
 SANDBOX_FORBIDDEN = failure(
     "SandboxForbidden",
     403,
-    ["ACCOUNT_SUSPENDED", "LIVE_ACCESS_DISABLED", "SANDBOX_ONLY"],
+    ["ACCOUNT_SUSPENDED", "LIVE_ACCESS_DISABLED", "HTTPS_REQUIRED", "SANDBOX_ONLY"],
     "As for every call, plus SANDBOX_ONLY: the test driver takes sandbox keys only.",
 )
 
