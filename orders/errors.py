@@ -35,8 +35,10 @@ class QuoteExpired(BatchRefused):
     message = "This quote has expired: ask for a new one."
 
 
-class QuoteUsed(QuoteExpired):
-    message = "This quote already backs a batch: ask for a new one."
+class QuoteUsed(BatchRefused):
+    # Not QUOTE_EXPIRED: the quote is still valid for the batch it backs (docs/api.md).
+    code = "QUOTE_USED"
+    message = "This quote already backs another batch: ask for a new one."
 
 
 class QuoteMismatch(BatchRefused):

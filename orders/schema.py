@@ -159,8 +159,8 @@ class BatchRequest(QuoteRequest):
         required=False,
         help_text=(
             "A quote of this same body (less quote_id): its prices are charged. Unexpired, "
-            "this account's, backing no other batch; else 409 QUOTE_EXPIRED / QUOTE_MISMATCH "
-            "or 404 NOT_FOUND."
+            "this account's, backing no other batch; else 409 QUOTE_EXPIRED / QUOTE_USED / "
+            "QUOTE_MISMATCH or 404 NOT_FOUND."
         ),
     )
 
@@ -277,10 +277,17 @@ BULK_BAD_REQUEST = failure(
 CONFLICT = failure(
     "Conflict",
     409,
-    ["IDEMPOTENCY_KEY_REUSED", "CLIENT_BATCH_ID_REUSED", "QUOTE_EXPIRED", "QUOTE_MISMATCH"],
+    [
+        "IDEMPOTENCY_KEY_REUSED",
+        "CLIENT_BATCH_ID_REUSED",
+        "QUOTE_EXPIRED",
+        "QUOTE_USED",
+        "QUOTE_MISMATCH",
+    ],
     "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key came with a different body. "
     "CLIENT_BATCH_ID_REUSED: this client_batch_id came with a different body. "
-    "QUOTE_EXPIRED: the quote_id's quote expired or already backs a batch. "
+    "QUOTE_EXPIRED: the quote_id's quote expired. "
+    "QUOTE_USED: the quote_id's quote already backs another batch (a quote backs one). "
     "QUOTE_MISMATCH: the body (less quote_id) is not the quoted one. "
     "Nothing was created; send a new key (and client_batch_id) for a new batch.",
 )
@@ -377,11 +384,14 @@ BATCH = operation(
 
 
 class BatchSummary(serializers.Serializer):
-    """As in the data of a `batch.created` event."""
+    """As in the data of a `batch.created` event, with the batch's created_at."""
 
     batch_id = serializers.UUIDField()
     client_batch_id = serializers.CharField()
     status = serializers.ChoiceField(choices=BATCH_STATUSES)
+    created_at = serializers.DateTimeField(
+        help_text="When the batch was made: its result's created_at, and the listing's order."
+    )
     counts = Counts()
     poll_url = serializers.URLField()
 

@@ -11,6 +11,7 @@ from django.db.models import F, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 
 from core.cursors import InvalidCursor, make_cursor, read_cursor
+from core.formats import iso_z
 from orders.models import Batch, Drop
 
 BATCHES_CURSOR_SALT = "orders.selectors.batches"
@@ -50,7 +51,8 @@ class BatchPage:
 def list_batches(
     *, business, environment: str, limit: int, cursor: str | None, base_url: str
 ) -> BatchPage:
-    """Batch summaries (as in `batch.created`), newest first, through index batch_listing.
+    """Batch summaries (as in `batch.created`, with their created_at), newest first, through
+    index batch_listing.
 
     Raises InvalidCursor for a cursor this listing did not make for this account.
     """
@@ -75,10 +77,11 @@ def list_batches(
                 "batch_id": str(pk),
                 "client_batch_id": client_batch_id,
                 "status": status,
+                "created_at": iso_z(created_at),
                 "counts": {"total": total, "accepted": accepted, "rejected": rejected},
                 "poll_url": f"{base_url}/api/v1/batches/{pk}",
             }
-            for pk, _, client_batch_id, status, total, accepted, rejected in shown
+            for pk, created_at, client_batch_id, status, total, accepted, rejected in shown
         ],
         has_more=has_more,
         next_cursor=next_cursor,

@@ -137,6 +137,7 @@ def test_error_codes_per_endpoint():
         "IDEMPOTENCY_KEY_REUSED",
         "CLIENT_BATCH_ID_REUSED",
         "QUOTE_EXPIRED",
+        "QUOTE_USED",
         "QUOTE_MISMATCH",
     }
     assert set(error_codes(schema, *bulk, "404")) == {"NOT_FOUND"}  # an unknown quote_id

@@ -180,3 +180,22 @@ def test_expired_quotes_are_purged(open_for_business, alice, api):
 
     assert purge_expired_quotes.call() == 1
     assert Quote.objects.count() == 1
+
+
+def test_a_quote_that_backs_a_batch_is_409_quote_used_for_another(open_for_business, alice, api):
+    body = batch(group(drop("Q-1")), client_batch_id="FIRST")
+    quoted = quote(api, alice, body)
+    first = api.bulk({**body, "quote_id": quoted["quote_id"]}, alice.sandbox_key)
+    assert first.json()["data"]["status"] == "COMPLETED"
+
+    # The same drops as a new batch, naming the quote the first one used.
+    again = {**batch(group(drop("Q-2")), client_batch_id="SECOND"), "quote_id": quoted["quote_id"]}
+    response = api.bulk(again, alice.sandbox_key)
+
+    error = assert_error(response, 409, "QUOTE_USED")
+    assert "already backs" in error["message"]
+    assert Batch.objects.count() == 1 and Drop.objects.count() == 1
+    # A retry of the batch that used it still replays, not a 409.
+    replay = api.bulk({**body, "quote_id": quoted["quote_id"]}, alice.sandbox_key)
+    assert replay.status_code == 200
+    assert replay.json()["data"]["batch_id"] == first.json()["data"]["batch_id"]
