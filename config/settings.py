@@ -210,6 +210,8 @@ STATICFILES_DIRS.append(
 # Straight from the source folders while developing; in production only collectstatic's
 # output, so every file is served hashed and compressed.
 WHITENOISE_USE_FINDERS = DEBUG
+# Files browsers ask for at the site's root, /favicon.ico, served as they are (not hashed).
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 
@@ -237,10 +239,24 @@ HANDLING_MINUTES = env_int("HANDLING_MINUTES", default=5, minimum=0)
 # The recipient's side (DESIGN.md §14). Links are BASE_URL + /t/<token>; without BASE_URL
 # (a local run) they point at PUBLIC_URL_FALLBACK.
 PUBLIC_URL_FALLBACK = "http://127.0.0.1:8000"
-# Map tiles behind the tracking page's pins, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png;
-# empty: no tiles (the pins and the service area still draw), so the page works offline.
-TRACKING_TILE_URL = env.str("TRACKING_TILE_URL", default="")
-TRACKING_TILE_ATTRIBUTION = env.str("TRACKING_TILE_ATTRIBUTION", default="")
+# Map tiles behind the pins of every map (the tracking page, the dashboard's order and batch
+# pages): OpenStreetMap's by default, a self-hosted tile server's URL, or `off` (no tiles: the
+# pins and the service areas still draw, and no page calls out). docs/deployment.md.
+OSM_TILE_URL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+OSM_ATTRIBUTION = (
+    '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors'
+)
+TRACKING_TILE_URL = env_matching(
+    "TRACKING_TILE_URL",
+    OSM_TILE_URL,
+    r"off|(?=\S*\{z\})(?=\S*\{x\})(?=\S*\{y\})https?://[^/\s?#]+/\S*",
+    "`off` or an http(s) URL with {z}, {x} and {y}, e.g. " + OSM_TILE_URL,
+)
+if TRACKING_TILE_URL == "off":
+    TRACKING_TILE_URL = ""
+# HTML shown in the map's corner. Unset: OpenStreetMap's, which tiles drawn from its data
+# (most self-hosted servers' too) must show.
+TRACKING_TILE_ATTRIBUTION = env.str("TRACKING_TILE_ATTRIBUTION", default="") or OSM_ATTRIBUTION
 # The page reloads itself this often while the drop is active.
 TRACKING_PAGE_REFRESH_SECONDS = env_int("TRACKING_PAGE_REFRESH_SECONDS", default=15, minimum=1)
 # Per client address, across every tracking page.

@@ -1,8 +1,8 @@
 """The dashboard maps' data: pins and service areas for static/dashboard/maps.js.
 
 The same setup as the recipient's page (tracking/page_data.py, static/tracking/tracking.js):
-Leaflet served by us, tiles only when TRACKING_TILE_URL is set (otherwise the pins and the
-service areas still draw, offline), coordinates as [lat, long].
+Leaflet served by us, the tiles TRACKING_TILE_URL names (OpenStreetMap's unless set; `off`:
+none, and the pins and the service areas still draw, offline), coordinates as [lat, long].
 """
 
 from __future__ import annotations

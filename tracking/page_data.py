@@ -220,7 +220,8 @@ def _map_data(entry: dict, progress: float | None) -> dict:
 
 
 def map_tiles() -> dict | None:
-    """The tile layer behind a map's pins, or None: no tiles, the map still draws offline."""
+    """The tile layer behind a map's pins (OpenStreetMap's unless TRACKING_TILE_URL says
+    otherwise), or None when tiles are off: the pins and areas draw either way."""
     if not settings.TRACKING_TILE_URL:
         return None
     return {"url": settings.TRACKING_TILE_URL, "attribution": settings.TRACKING_TILE_ATTRIBUTION}

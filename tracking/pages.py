@@ -14,6 +14,7 @@ import re
 import time
 import uuid
 from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core import signing
@@ -122,11 +123,33 @@ def _seconds_over_limit(request: HttpRequest) -> int | None:
 
 
 def _private(response: HttpResponse) -> HttpResponse:
-    """The token is in the URL: keep the page out of search engines, caches and Referers."""
+    """The token is in the URL: keep the page out of search engines, caches and Referers,
+    and let it load nothing but our own files and the map's tiles."""
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "no-store"
+    response["Content-Security-Policy"] = content_security_policy(settings.TRACKING_TILE_URL)
     return response
+
+
+def content_security_policy(tile_url: str) -> str:
+    """Our own scripts, styles and pictures only, plus the tile server's pictures when tiles
+    are on (docs/deployment.md): a changed TRACKING_TILE_URL needs no second setting."""
+    pictures = " ".join(["'self'", "data:", *filter(None, [tile_source(tile_url)])])
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self'; "
+        f"img-src {pictures}; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+def tile_source(tile_url: str) -> str | None:
+    """The CSP source of a tile URL: its scheme and host (a `{s}` subdomain as `*`), or None."""
+    parts = urlsplit(tile_url)
+    if not parts.scheme or not parts.netloc:
+        return None
+    host = re.sub(r"\{s\}", "*", parts.netloc)
+    return f"{parts.scheme}://{host}"
 
 
 def _not_found(request: HttpRequest) -> HttpResponse:

@@ -14,13 +14,21 @@
   var L = window.L;
   card.hidden = false; // before L.map(), so that Leaflet measures a visible box
   var map = L.map(holder, {
-    attributionControl: Boolean(data.tiles),
+    attributionControl: Boolean(data.tiles), // the tiles' licence asks for it
     scrollWheelZoom: false,
     zoomSnap: 0.5,
   });
-  // No tile URL configured: no tiles at all, so the page never calls out (works offline).
+  // Tiles are pictures behind the pins: while they cannot load (offline, blocked, a tile
+  // server down) the pins and the areas still draw on the map's grey. TRACKING_TILE_URL
+  // `off`: no tiles, and the page never calls out (docs/deployment.md).
   if (data.tiles) {
-    L.tileLayer(data.tiles.url, { attribution: data.tiles.attribution, maxZoom: 19 }).addTo(map);
+    L.tileLayer(data.tiles.url, {
+      attribution: data.tiles.attribution,
+      maxZoom: 19,
+      // The tile server is told the site, never the page: a tracking link holds its token,
+      // and OpenStreetMap refuses tiles asked for with no Referer at all.
+      referrerPolicy: "strict-origin",
+    }).addTo(map);
   }
   data.areas.forEach(function (rings) {
     L.polygon(rings, { className: "service-area", interactive: false }).addTo(map);
@@ -69,10 +77,10 @@
     });
   }
   if (points.length) {
-    // More room above: a teardrop pin stands 31 px over its place.
+    // More room above: a teardrop pin, its border and its shadow stand ~40 px over its place.
     map.fitBounds(L.latLngBounds(points), {
-      paddingTopLeft: [30, 45],
-      paddingBottomRight: [30, 20],
+      paddingTopLeft: [30, 52],
+      paddingBottomRight: [30, 24],
       maxZoom: 16,
     });
   } else {

@@ -35,16 +35,24 @@
     var L = window.L;
     card.hidden = false; // before L.map(), so that Leaflet measures a visible box
     var map = L.map(holder, {
-      attributionControl: Boolean(data.tiles),
+      attributionControl: Boolean(data.tiles), // the tiles' licence asks for it
       scrollWheelZoom: false,
       zoomSnap: 0.5,
       // Leaflet would make the container focusable (tabindex=0) for arrow-key panning: a
       // focusable region holding the zoom buttons is a nested control to a screen reader.
       keyboard: false,
     });
-    // No tile URL configured: no tiles at all, so the page never calls out (works offline).
+    // Tiles are pictures behind the pins: while they cannot load (offline, blocked, a tile
+    // server down) the pins and the areas still draw on the map's grey. TRACKING_TILE_URL
+    // `off`: no tiles, and the page never calls out (docs/deployment.md).
     if (data.tiles) {
-      L.tileLayer(data.tiles.url, { attribution: data.tiles.attribution, maxZoom: 19 }).addTo(map);
+      L.tileLayer(data.tiles.url, {
+        attribution: data.tiles.attribution,
+        maxZoom: 19,
+        // The tile server is told the site, never the page: a tracking link holds its token,
+        // and OpenStreetMap refuses tiles asked for with no Referer at all.
+        referrerPolicy: "strict-origin",
+      }).addTo(map);
     }
     data.areas.forEach(function (rings) {
       L.polygon(rings, { className: "service-area", interactive: false }).addTo(map);
@@ -71,7 +79,12 @@
       courier = pin("courier", data.courier, "Courier", true);
       points.push(data.courier);
     }
-    map.fitBounds(L.latLngBounds(points), { padding: [40, 40], maxZoom: 16 });
+    // More room above: a teardrop pin, its border and its shadow stand ~40 px over its place.
+    map.fitBounds(L.latLngBounds(points), {
+      paddingTopLeft: [40, 52],
+      paddingBottomRight: [40, 24],
+      maxZoom: 16,
+    });
     holder.setAttribute("data-ready", "true");
 
     return function placeCourier(at) {

@@ -43,7 +43,7 @@ def test_the_order_page_maps_pickup_and_drop_off(open_for_business, alice, alice
     # The demo area, as Leaflet rings of [lat, long]: lat 11.45–11.70, long 104.80–105.00.
     [area] = data["areas"]
     assert all(11.45 <= lat <= 11.70 and 104.80 <= long <= 105.00 for lat, long in area[0])
-    assert data["tiles"] is None  # no tile URL set: the map draws offline
+    assert data["tiles"]["url"] == "https://tile.openstreetmap.org/{z}/{x}/{y}.png"  # default
     assert "leaflet/leaflet.js" in page and "dashboard/maps.js" in page
     assert 'id="dashboard-map"' in page and "Courier" not in page
 
