@@ -22,11 +22,12 @@ from django.utils.safestring import SafeString
 from accounts import services
 from accounts.models import ApiKey, BillingModel, Business, Environment, Membership, Stage
 from billing import onboarding
-from billing.models import EntryKind, PricingPlan, Wallet
+from billing.models import EntryKind, LedgerEntry, PricingPlan, Wallet, largest_value
 from billing.services import BillingError, post_wallet_entry
 from console import queue
 from console.columns import EMPTY, cut, day, when
 from console.forms import UnitInput
+from console.history import record
 from core.admin import GatedActionsAdmin
 
 
@@ -67,12 +68,22 @@ class ApproveForm(forms.Form):
     )
 
 
+_AMOUNT = LedgerEntry._meta.get_field("amount")
+
+
 class WalletEntryForm(forms.Form):
     environment = forms.ChoiceField(choices=Environment.choices)
     kind = forms.ChoiceField(
         choices=[(EntryKind.TOP_UP, "Top-up (credit)"), (EntryKind.ADJUSTMENT, "Adjustment (±)")]
     )
-    amount = forms.DecimalField(max_digits=12, decimal_places=2, widget=UnitInput("{currency}"))
+    # The bounds of the ledger's column (billing.models): a larger amount is a form error.
+    amount = forms.DecimalField(
+        max_digits=_AMOUNT.max_digits,
+        decimal_places=_AMOUNT.decimal_places,
+        max_value=largest_value(LedgerEntry, "amount"),
+        min_value=-largest_value(LedgerEntry, "amount"),
+        widget=UnitInput("{currency}"),
+    )
     note = forms.CharField(max_length=200)
 
 
@@ -101,6 +112,19 @@ def billing_terms(business: Business) -> str:
     else:
         how = "from their prepaid live wallet"
     return f"{how}, at {price_terms(business.pricing_plan)}"
+
+
+def approval_logged(terms: dict) -> str:
+    """The log's sentence for an approval: the terms the operator set (ApproveForm's)."""
+    plan = PricingPlan(
+        base_fee=terms["base_fee"],
+        per_km_fee=terms["per_km_fee"],
+        included_km=terms["included_km"],
+    )
+    return (
+        f"Approved: {BillingModel(terms['billing_model']).label.lower()}, "
+        f"{price_terms(plan)}, invoices due {terms['net_days']} days after issue."
+    )
 
 
 def waiting_since(business: Business) -> tuple[str, datetime | None] | None:
@@ -380,6 +404,7 @@ class BusinessAdmin(admin.ModelAdmin):
                 messages.error(request, str(exc))
             else:
                 messages.success(request, self._approved(business))
+                record(request, [business], approval_logged(form.cleaned_data))
                 return self._back(business)
         return self._page(
             request,
@@ -418,6 +443,12 @@ class BusinessAdmin(admin.ModelAdmin):
                     f"{EntryKind(entry['kind']).label} of {money(entry['amount'])} recorded on "
                     f"the {Environment(entry['environment']).label.lower()} wallet of {business}.",
                 )
+                record(
+                    request,
+                    [business],
+                    f"{EntryKind(entry['kind']).label} of {money(entry['amount'])} on the "
+                    f"{Environment(entry['environment']).label.lower()} wallet: {entry['note']}",
+                )
                 return self._back(business)
         return self._page(
             request,
@@ -451,7 +482,9 @@ class BusinessAdmin(admin.ModelAdmin):
         except services.OnboardingError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, chosen.done(business))
+            done = chosen.done(business)
+            messages.success(request, done)
+            record(request, [business], done)
         return self._back(business)
 
     def offered_moves(self, request, business: Business) -> list[str]:
@@ -535,6 +568,7 @@ class ApiKeyAdmin(GatedActionsAdmin):
         active = [key for key in queryset if key.is_active]
         for key in active:
             services.revoke_api_key(key=key)
+        record(request, active, "Revoked: calls with this key now answer 401.")
         if active:
             messages.success(
                 request, f"{len(active)} key(s) revoked; calls with them now answer 401."

@@ -8,9 +8,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from billing.models import Invoice, InvoiceLine, LedgerEntry, PricingPlan, Wallet
+from billing.models import Invoice, InvoiceLine, InvoiceStatus, LedgerEntry, PricingPlan, Wallet
 from billing.services import BillingError, close_invoices, invoice_period, mark_invoice_paid
 from console.columns import EMPTY, cut, when
+from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 
 
@@ -127,6 +128,7 @@ class InvoiceAdmin(GatedActionsAdmin, ReadOnlyAdmin):
         closed = close_invoices(
             before_period=invoice_period(now), today=timezone.localdate(now), only=chosen
         )
+        record_each(request, [(invoice, _closing_logged(invoice)) for invoice in closed])
         messages.info(
             request,
             f"Closed {len(closed)} of the {len(chosen)} selected invoice(s); "
@@ -135,8 +137,19 @@ class InvoiceAdmin(GatedActionsAdmin, ReadOnlyAdmin):
 
     @admin.action(description="Mark the selected issued invoices paid", permissions=["mark_paid"])
     def mark_paid(self, request, queryset):
+        paid = []
         for invoice in queryset:
             try:
                 mark_invoice_paid(invoice=invoice, at=timezone.now())
             except BillingError as exc:
                 messages.error(request, f"{invoice}: {exc}")
+            else:
+                paid.append(invoice)
+        record(request, paid, "Marked paid.")
+
+
+def _closing_logged(invoice: Invoice) -> str:
+    # Two sentences at most, so the whole selection is logged in two INSERTs at most.
+    if invoice.status == InvoiceStatus.ISSUED:
+        return "Issued (its due date is on the invoice)."
+    return "Closed: a sandbox invoice is never billed."

@@ -16,7 +16,9 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from accounts.models import Environment
 from console.forms import DeliverForm, FailForm
+from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 from orders.links import drop_tracking_url
 from orders.models import (
@@ -26,12 +28,13 @@ from orders.models import (
     Driver,
     Drop,
     DropStatus,
+    FailureReason,
     IdempotencyRecord,
     Order,
 )
 from tracking.lifecycle import MoveResult, Outcome
 from tracking.proof import photo_url
-from tracking.services import move_drops_as_operator, store_proof_photo
+from tracking.services import DriverRefused, move_drops_as_operator, store_proof_photo
 
 
 @admin.register(Batch)
@@ -74,6 +77,16 @@ class DeliveryEventInline(admin.TabularInline):
 
 class AssignDriverForm(forms.Form):
     driver = forms.ModelChoiceField(queryset=Driver.objects.filter(active=True))
+
+    def __init__(self, *args, live: bool, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if live:  # the sandbox test driver is never offered for a live order (DESIGN.md §20)
+            field = self.fields["driver"]
+            field.queryset = field.queryset.filter(is_sandbox_test_driver=False)
+            field.error_messages["invalid_choice"] = (
+                "Choose an active driver from the list: the Sandbox Test Driver drives sandbox "
+                "orders only."
+            )
 
 
 # The drops an action on a changelist's selection (orders or drops) applies to.
@@ -124,6 +137,35 @@ def _report_delivery(request: HttpRequest, result: MoveResult, names: dict[UUID,
     _refusal(request, {k: v for k, v in result.refused.items() if k not in pin_refused})
 
 
+def _log_delivery(
+    request: HttpRequest, result: MoveResult, drops: list[Drop], outcome: Outcome
+) -> None:
+    """The log of a delivery: each drop delivered, failed on the last wrong PIN, or with a
+    wrong PIN counted (a change too: its attempts went up)."""
+    proof = []
+    if outcome.received_by:
+        proof.append(f"received by {outcome.received_by}")
+    if outcome.photo:
+        proof.append("with a photo")
+    delivered = "Marked delivered" + (f" ({', '.join(proof)})" if proof else "") + "."
+    most = settings.MAX_PIN_ATTEMPTS
+    wrong_pin_failed = f"Marked failed: a wrong PIN {most} times ({FailureReason.WRONG_PIN})."
+    by_id = {d.pk: d for d in drops}
+    record_each(
+        request,
+        [
+            *(
+                (d, delivered if d.status == DropStatus.DELIVERED else wrong_pin_failed)
+                for d in result.moved
+            ),
+            *(
+                (by_id[pk], f"Wrong PIN entered ({n} of {most}): not delivered.")
+                for pk, n in result.wrong_pin.items()
+            ),
+        ],
+    )
+
+
 def _actor(request: HttpRequest) -> str:
     return f"operator {request.user.get_username()}"
 
@@ -148,43 +190,76 @@ def _confirmation(
     )
 
 
-def _dispatch_actions(drops_of: DropsOf) -> list:
-    """Admin actions for a queryset (orders or drops), each through the state machine."""
+def _mover(drops_of: DropsOf, to: str, verb: str, description: str, logged: str, permission: str):
+    """A move that asks nothing more (picked up, cancel), logged on each drop it moved."""
 
-    def ids(queryset: QuerySet) -> list[UUID]:
-        return list(drops_of(queryset).values_list("pk", flat=True))
+    def action(modeladmin, request, queryset):
+        drop_ids = list(drops_of(queryset).values_list("pk", flat=True))
+        result = move_drops_as_operator(drop_ids=drop_ids, to=to, actor=_actor(request))
+        _report(request, result, verb)
+        record(request, result.moved, logged)
 
-    def mover(to: str, verb: str, description: str, permission: str = "dispatch"):
-        def action(modeladmin, request, queryset):
-            result = move_drops_as_operator(drop_ids=ids(queryset), to=to, actor=_actor(request))
-            _report(request, result, verb)
+    action.__name__ = f"mark_{to.lower()}"
+    return admin.action(description=description, permissions=[permission])(action)
 
-        action.__name__ = f"mark_{to.lower()}"
-        return admin.action(description=description, permissions=[permission])(action)
 
+def _assign_driver(drops_of: DropsOf):
     @admin.action(
         description="Assign a driver (pending drops → ASSIGNED)", permissions=["dispatch"]
     )
     def assign_driver(modeladmin, request: HttpRequest, queryset: QuerySet):
-        form = AssignDriverForm(request.POST if "apply" in request.POST else None)
-        if form.is_valid():
+        drops = drops_of(queryset)
+        live = drops.exclude(environment=Environment.SANDBOX).exists()
+        form = AssignDriverForm(request.POST if "apply" in request.POST else None, live=live)
+        if not form.is_valid():
+            return _confirmation(
+                modeladmin,
+                request,
+                queryset,
+                "admin/tracking/assign_driver.html",
+                form=form,
+                title="Assign a driver",
+            )
+        driver = form.cleaned_data["driver"]
+        try:
             result = move_drops_as_operator(
-                drop_ids=ids(queryset),
+                drop_ids=list(drops.values_list("pk", flat=True)),
                 to=DropStatus.ASSIGNED,
                 actor=_actor(request),
-                driver=form.cleaned_data["driver"],
+                driver=driver,
             )
-            _report(request, result, f"assigned to {form.cleaned_data['driver']}")
+        except DriverRefused as refused:
+            messages.error(request, str(refused))
             return None
-        return _confirmation(
-            modeladmin,
-            request,
-            queryset,
-            "admin/tracking/assign_driver.html",
-            form=form,
-            title="Assign a driver",
-        )
+        _report(request, result, f"assigned to {driver}")
+        record(request, result.moved, f"Assigned to driver {driver} (id {driver.pk}).")
+        return None
 
+    return assign_driver
+
+
+def _finishing_form(
+    modeladmin, request: HttpRequest, queryset: QuerySet, form: forms.Form, drops: list[Drop]
+) -> TemplateResponse:
+    """The page of a move that ends a delivery (delivered, failed): what it asks, for whom."""
+    action = "mark_delivered" if isinstance(form, DeliverForm) else "mark_failed"
+    verb = "delivered" if action == "mark_delivered" else "failed"
+    return _confirmation(
+        modeladmin,
+        request,
+        queryset,
+        f"admin/tracking/{action}.html",
+        form=form,
+        action=action,
+        verb=verb,
+        submit=f"Mark {verb}",
+        on_the_way=[d for d in drops if d.status == DropStatus.PICKED_UP],
+        elsewhere=[d for d in drops if d.status != DropStatus.PICKED_UP],
+        title=f"Mark {verb}",
+    )
+
+
+def _mark_delivered(drops_of: DropsOf):
     @admin.action(description="Mark delivered…", permissions=["dispatch"])
     def mark_delivered(modeladmin, request: HttpRequest, queryset: QuerySet):
         drops = _drops_for_form(drops_of(queryset))
@@ -199,77 +274,74 @@ def _dispatch_actions(drops_of: DropsOf) -> list:
             request.FILES if applying else None,
             asking_pin=[d for d in on_the_way if d.asks_pin],
         )
-        if form.is_valid():
-            photo = form.cleaned_data["photo"]
-            stored = store_proof_photo(photo) if photo else None
-            result = move_drops_as_operator(
-                drop_ids=[d.pk for d in drops],
-                to=DropStatus.DELIVERED,
-                actor=_actor(request),
-                outcome=Outcome(
-                    pins=form.pins(),
-                    photo=stored,
-                    received_by=form.cleaned_data["received_by"] or None,
-                ),
-            )
-            if stored and not any(d.status == DropStatus.DELIVERED for d in result.moved):
-                default_storage.delete(stored)  # no drop refers to it
-            _report_delivery(request, result, {d.pk: d.client_order_id for d in drops})
-            return None
-        return _confirmation(
-            modeladmin,
-            request,
-            queryset,
-            "admin/tracking/mark_delivered.html",
-            form=form,
-            action="mark_delivered",
-            verb="delivered",
-            submit="Mark delivered",
-            on_the_way=on_the_way,
-            elsewhere=[d for d in drops if d.status != DropStatus.PICKED_UP],
-            title="Mark delivered",
+        if not form.is_valid():
+            return _finishing_form(modeladmin, request, queryset, form, drops)
+        photo = form.cleaned_data["photo"]
+        stored = store_proof_photo(photo) if photo else None
+        outcome = Outcome(
+            pins=form.pins(), photo=stored, received_by=form.cleaned_data["received_by"] or None
         )
+        result = move_drops_as_operator(
+            drop_ids=[d.pk for d in drops],
+            to=DropStatus.DELIVERED,
+            actor=_actor(request),
+            outcome=outcome,
+        )
+        if stored and not any(d.status == DropStatus.DELIVERED for d in result.moved):
+            default_storage.delete(stored)  # no drop refers to it
+        _report_delivery(request, result, {d.pk: d.client_order_id for d in drops})
+        _log_delivery(request, result, drops, outcome)
+        return None
 
+    return mark_delivered
+
+
+def _mark_failed(drops_of: DropsOf):
     @admin.action(description="Mark failed…", permissions=["dispatch"])
     def mark_failed(modeladmin, request: HttpRequest, queryset: QuerySet):
         drops = _drops_for_form(drops_of(queryset))
-        on_the_way = [d for d in drops if d.status == DropStatus.PICKED_UP]
-        if not on_the_way:
+        if not any(d.status == DropStatus.PICKED_UP for d in drops):
             _refusal(request, {d.pk: d.status for d in drops})
             return None
         form = FailForm(request.POST if "apply" in request.POST else None)
-        if form.is_valid():
-            result = move_drops_as_operator(
-                drop_ids=[d.pk for d in drops],
-                to=DropStatus.FAILED,
-                actor=_actor(request),
-                outcome=Outcome(failure_reason=form.cleaned_data["reason"]),
-            )
-            _report(request, result, "failed")
-            return None
-        return _confirmation(
-            modeladmin,
-            request,
-            queryset,
-            "admin/tracking/mark_failed.html",
-            form=form,
-            action="mark_failed",
-            verb="failed",
-            submit="Mark failed",
-            on_the_way=on_the_way,
-            elsewhere=[d for d in drops if d.status != DropStatus.PICKED_UP],
-            title="Mark failed",
+        if not form.is_valid():
+            return _finishing_form(modeladmin, request, queryset, form, drops)
+        reason = form.cleaned_data["reason"]
+        result = move_drops_as_operator(
+            drop_ids=[d.pk for d in drops],
+            to=DropStatus.FAILED,
+            actor=_actor(request),
+            outcome=Outcome(failure_reason=reason),
         )
+        _report(request, result, "failed")
+        label = FailureReason(reason).label.lower()
+        record(request, result.moved, f"Marked failed: {label} ({reason}).")
+        return None
 
+    return mark_failed
+
+
+def _dispatch_actions(drops_of: DropsOf) -> list:
+    """Admin actions for a queryset (orders or drops), each through the state machine, each
+    logged on the drops it changed (console.history)."""
     return [
-        assign_driver,
-        mover(DropStatus.PICKED_UP, "picked up", "Mark picked up"),
-        mark_delivered,
-        mark_failed,
-        mover(
+        _assign_driver(drops_of),
+        _mover(
+            drops_of,
+            DropStatus.PICKED_UP,
+            "picked up",
+            "Mark picked up",
+            "Marked picked up.",
+            permission="dispatch",
+        ),
+        _mark_delivered(drops_of),
+        _mark_failed(drops_of),
+        _mover(
+            drops_of,
             DropStatus.CANCELLED,
             "cancelled (refunded)",
             "Cancel (refund or reverse the charge)",
+            "Cancelled; the charge refunded (wallet) or reversed (invoice).",
             permission="cancel",
         ),
     ]

@@ -135,6 +135,24 @@ def cancel_drops_as_operator(*, drop_ids: list[UUID], actor: str) -> MoveResult:
     return total
 
 
+class DriverRefused(Exception):
+    """A driver who may not take these drops; its message says why, in a sentence."""
+
+
+def check_driver_for(*, drop_ids: list[UUID], driver: Driver) -> None:
+    """Only an active driver drives, and the sandbox test driver drives sandbox drops only:
+    a live order is driven by a person (DESIGN.md §6, §20)."""
+    if not driver.active:
+        raise DriverRefused(f"{driver} is not active: choose an active driver. Nothing changed.")
+    if driver.is_sandbox_test_driver and (
+        Drop.objects.filter(pk__in=drop_ids).exclude(environment=Environment.SANDBOX).exists()
+    ):
+        raise DriverRefused(
+            f"{driver} drives sandbox orders only: choose a real driver for live orders. "
+            "Nothing changed."
+        )
+
+
 def move_drops_as_operator(
     *,
     drop_ids: list[UUID],
@@ -147,11 +165,14 @@ def move_drops_as_operator(
 
     Delivering a drop that asks for a PIN needs it in `outcome.pins`; a wrong one counts,
     and the last allowed wrong one fails the drop with WRONG_PIN (tracking.lifecycle).
+    Assigning raises DriverRefused, nothing moved, for a driver who may not take them.
     """
     if to == DropStatus.CANCELLED:
         return cancel_drops_as_operator(drop_ids=drop_ids, actor=actor)
-    if to == DropStatus.ASSIGNED and driver is None:
-        raise ValueError("Assigning needs a driver.")
+    if to == DropStatus.ASSIGNED:
+        if driver is None:
+            raise ValueError("Assigning needs a driver.")
+        check_driver_for(drop_ids=drop_ids, driver=driver)
     return apply_moves(
         drop_ids=drop_ids, steps=single_step(to), actor=actor, driver=driver, outcome=outcome
     )
