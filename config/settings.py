@@ -11,6 +11,7 @@ from core.strict_env import (
     env_bool,
     env_cache_url,
     env_choice,
+    env_choice_list,
     env_database_url,
     env_decimal,
     env_float,
@@ -23,6 +24,7 @@ from core.strict_env import (
     env_time_zone,
     env_url,
     is_secure_secret_key,
+    refuse_retired,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -272,10 +274,22 @@ IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).
 RATE_LIMIT_DEFAULT = env_rate("RATE_LIMIT_DEFAULT", default="1200/minute")
 RATE_LIMIT_BULK = env_rate("RATE_LIMIT_BULK", default="120/minute")
-GEOCODER = env_choice("GEOCODER", default="gazetteer", choices=("gazetteer", "nominatim"))
+# The geocoder chain, tried in order until one finds the address (geo/geocoders.py,
+# docs/deployment.md). GEOCODER, its one-provider name before chains, would now be ignored:
+# it stops the start instead, so no deployment quietly loses its HTTP provider.
+refuse_retired(
+    "GEOCODER",
+    "the setting is now GEOCODERS, a chain tried in order, e.g. GEOCODERS=gazetteer,nominatim.",
+)
+GEOCODERS = env_choice_list(
+    "GEOCODERS", default=["gazetteer"], choices=("gazetteer", "nominatim", "photon")
+)
 NOMINATIM_URL = env_url("NOMINATIM_URL", default="https://nominatim.openstreetmap.org")
 NOMINATIM_TIMEOUT_SECONDS = env_float("NOMINATIM_TIMEOUT_SECONDS", default=3.0, above=0)
+# Sent by both HTTP providers: Nominatim's usage policy asks for an identifying one.
 NOMINATIM_USER_AGENT = env.str("NOMINATIM_USER_AGENT", default="delivery-orders/0.1")
+PHOTON_URL = env_url("PHOTON_URL", default="https://photon.komoot.io")
+PHOTON_TIMEOUT_SECONDS = env_float("PHOTON_TIMEOUT_SECONDS", default=3.0, above=0)
 # seed_demo's `admin` superuser: made with this password, or with `admin` when DEBUG is on;
 # with neither, no superuser (DESIGN.md §9).
 DEMO_ADMIN_PASSWORD = env.str("DEMO_ADMIN_PASSWORD", default="")

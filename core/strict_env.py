@@ -137,6 +137,34 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     raise ImproperlyConfigured(f"{name}={raw!r}: use one of {', '.join(choices)}{hint}.")
 
 
+def refuse_retired(name: str, advice: str) -> None:
+    """Stop the start when a variable that is no longer read is set: ignoring it would
+    quietly change what the deployment does. `advice` says what to set instead."""
+    raw = _raw(name)
+    if raw is not None:
+        raise ImproperlyConfigured(f"{name}={raw!r}: {advice}")
+
+
+def env_choice_list(name: str, default: list[str], choices: tuple[str, ...]) -> list[str]:
+    """Comma-separated `choices`, in order, each at most once, in any case; at least one."""
+    raw = _raw(name)
+    if raw is None:
+        return list(default)
+    by_lower = {choice.lower(): choice for choice in choices}
+    chosen: list[str] = []
+    for item in (part.strip() for part in raw.split(",")):
+        if item.lower() not in by_lower:
+            close = difflib.get_close_matches(item.lower(), by_lower, n=1)
+            hint = f" (did you mean {by_lower[close[0]]}?)" if close else ""
+            raise ImproperlyConfigured(
+                f"{name}={raw!r}: {item!r} is not one of {', '.join(choices)}{hint}."
+            )
+        if by_lower[item.lower()] in chosen:
+            raise ImproperlyConfigured(f"{name}={raw!r}: {item} is named twice.")
+        chosen.append(by_lower[item.lower()])
+    return chosen
+
+
 def env_matching(name: str, default: str, pattern: str, what: str) -> str:
     """A code with a fixed shape, e.g. `[A-Z]{3}` for a currency; `what` says it in words."""
     raw = _raw(name)

@@ -21,7 +21,7 @@ import phonenumbers
 
 from billing.models import PricingPlan
 from billing.services import price_for
-from geo.geocoders import Pin, address_key
+from geo.geocoders import Pin, address_key, geocode_failed_message
 from geo.geometry import DistancesFrom
 from geo.services import Coverage
 from orders.inputs import BatchIn, DropIn, Place
@@ -45,8 +45,6 @@ MESSAGES = {
     (Reason.INVALID_PHONE, "drop"): "The recipient phone is not a valid E.164 number.",
     (Reason.INVALID_COORDINATES, "pickup"): "The pickup needs valid lat and long, or an address.",
     (Reason.INVALID_COORDINATES, "drop"): "The drop needs valid lat and long, or an address.",
-    (Reason.GEOCODE_FAILED, "pickup"): "The pickup address could not be resolved to a location.",
-    (Reason.GEOCODE_FAILED, "drop"): "The drop address could not be resolved to a location.",
     (Reason.OUT_OF_SERVICE_AREA, "pickup"): "The pickup is outside the serviceable area.",
     (Reason.OUT_OF_SERVICE_AREA, "drop"): "The drop is outside the serviceable area.",
     (Reason.SCHEDULE_IN_PAST, "pickup"): "pickup_scheduled_at is in the past.",
@@ -174,6 +172,8 @@ class DropDecision:
 
     @property
     def message(self) -> str:
+        if self.reason is Reason.GEOCODE_FAILED:
+            return geocode_failed_message(self.side)  # names the providers tried
         return MESSAGES[self.reason, self.side]
 
     def resolved_pins(self) -> dict:

@@ -234,9 +234,23 @@ def test_a_starting_balance_that_is_not_a_decimal_stops_the_start():
 
 
 def test_a_misspelt_geocoder_stops_the_start_instead_of_meaning_the_gazetteer():
-    error = start_error({**PRODUCTION, "GEOCODER": "nominatum"})
+    error = start_error({**PRODUCTION, "GEOCODERS": "gazetteer, nominatum"})
     assert error.endswith(
-        "GEOCODER='nominatum': use one of gazetteer, nominatim (did you mean nominatim?)."
+        "GEOCODERS='gazetteer, nominatum': 'nominatum' is not one of gazetteer, nominatim, "
+        "photon (did you mean nominatim?)."
+    )
+
+
+def test_a_geocoder_named_twice_stops_the_start():
+    error = start_error({**PRODUCTION, "GEOCODERS": "nominatim,gazetteer,Nominatim"})
+    assert error.endswith("GEOCODERS='nominatim,gazetteer,Nominatim': Nominatim is named twice.")
+
+
+def test_the_retired_single_geocoder_setting_stops_the_start_naming_its_successor():
+    error = start_error({**PRODUCTION, "GEOCODER": "nominatim"})
+    assert error.endswith(
+        "GEOCODER='nominatim': the setting is now GEOCODERS, a chain tried in order, "
+        "e.g. GEOCODERS=gazetteer,nominatim."
     )
 
 
@@ -263,7 +277,10 @@ def test_a_misspelt_geocoder_stops_the_start_instead_of_meaning_the_gazetteer():
         ("SANDBOX_STARTING_BALANCE", "1.005"),
         ("SANDBOX_STARTING_BALANCE", "$100"),
         ("SANDBOX_STARTING_BALANCE", "1e3"),
-        ("GEOCODER", "google"),
+        ("GEOCODERS", "google"),
+        ("GEOCODERS", "gazetteer,"),
+        ("PHOTON_TIMEOUT_SECONDS", "0"),
+        ("PHOTON_URL", "photon.internal:2322"),
         ("LOG_LEVEL", "verbose"),
         ("CURRENCY", "usd"),
         ("CURRENCY", "DOLLAR"),
@@ -297,13 +314,13 @@ def test_refuses_a_bad_url_naming_the_variable_but_not_its_secrets(name, value):
 def test_product_settings_are_read_and_normalised():
     show = (
         "from django.conf import settings as s; print(repr((s.SANDBOX_STARTING_BALANCE, "
-        "s.GEOCODER, s.LOGGING['root']['level'], s.NOMINATIM_TIMEOUT_SECONDS, s.BASE_URL, "
+        "s.GEOCODERS, s.LOGGING['root']['level'], s.NOMINATIM_TIMEOUT_SECONDS, s.BASE_URL, "
         "s.MAX_DROPS_PER_BATCH, s.CURRENCY, s.CSRF_TRUSTED_ORIGINS)))"
     )
     environment = {
         **PRODUCTION,
         "SANDBOX_STARTING_BALANCE": "50",
-        "GEOCODER": "Nominatim",
+        "GEOCODERS": "Gazetteer, PHOTON,nominatim",
         "LOG_LEVEL": "warning",
         "NOMINATIM_TIMEOUT_SECONDS": "2.5",
         "MAX_DROPS_PER_BATCH": "1",
@@ -315,7 +332,7 @@ def test_product_settings_are_read_and_normalised():
     assert result.stdout.strip() == repr(
         (
             Decimal("50.00"),
-            "nominatim",
+            ["gazetteer", "photon", "nominatim"],
             "WARNING",
             2.5,
             "https://api.example.com",

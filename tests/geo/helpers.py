@@ -114,5 +114,5 @@ class CountingGazetteer(GazetteerGeocoder):
 def count_geocoder_calls(monkeypatch) -> list[list[str]]:
     """Instrument the geocoder (the real one still answers); one list of keys per call."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(geocoders, "get_geocoder", lambda: CountingGazetteer(calls))
+    monkeypatch.setattr(geocoders, "get_geocoders", lambda: [CountingGazetteer(calls)])
     return calls

@@ -122,7 +122,7 @@ def found(lat: float, long: float) -> list[dict]:
 @pytest.fixture
 def nominatim(settings):
     fake = FakeNominatim().start()
-    settings.GEOCODER = "nominatim"
+    settings.GEOCODERS = ["nominatim"]
     settings.NOMINATIM_URL = fake.url
     settings.NOMINATIM_TIMEOUT_SECONDS = 0.3
     fake.answers["Royal Palace"] = found(ROYAL_PALACE_PIN["lat"], ROYAL_PALACE_PIN["long"])
@@ -257,7 +257,7 @@ def test_unreachable_provider_is_geocode_failed(open_for_business, alice, api, s
     with socket.socket() as probe:  # a loopback port with nobody listening
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    settings.GEOCODER = "nominatim"
+    settings.GEOCODERS = ["nominatim"]
     settings.NOMINATIM_URL = f"http://127.0.0.1:{port}"
     settings.NOMINATIM_TIMEOUT_SECONDS = 0.3
 
@@ -290,9 +290,9 @@ def test_one_failing_address_does_not_spoil_the_others(open_for_business, nomina
 
 
 def test_cache_is_per_provider(open_for_business, nominatim, alice, api, settings):
-    settings.GEOCODER = "gazetteer"
+    settings.GEOCODERS = ["gazetteer"]
     submit(api, alice.sandbox_key, one_address_drop("A", NOWHERE))  # gazetteer: not found
-    settings.GEOCODER = "nominatim"
+    settings.GEOCODERS = ["nominatim"]
     nominatim.answers["Nowhere"] = found(11.58, 104.90)
 
     data = submit(api, alice.sandbox_key, one_address_drop("B", NOWHERE))

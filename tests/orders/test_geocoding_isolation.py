@@ -87,7 +87,7 @@ def test_a_business_holding_its_account_lock_does_not_delay_another_on_a_shared_
 
 def test_a_slow_geocoder_holds_no_claim(open_for_business, alice, settings):
     fake = FakeNominatim().start()
-    settings.GEOCODER = "nominatim"
+    settings.GEOCODERS = ["nominatim"]
     settings.NOMINATIM_URL = fake.url
     settings.NOMINATIM_TIMEOUT_SECONDS = 2.0
     fake.answers["Slow Road"] = "sleep"
