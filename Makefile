@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 ## make run: the service on SQLite with demo data, served by gunicorn, with one task worker
-## beside it (tasks, webhooks, the periodic jobs); Ctrl-C stops both.
+## beside it (tasks, webhooks, the periodic jobs); Ctrl-C (or SIGTERM/SIGHUP to make) stops both.
 run: $(STAMP)
 	@test -f .env || { echo "DEBUG=true" > .env; echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env; }
 	$(PY) manage.py migrate --noinput -v0
@@ -28,12 +28,9 @@ run: $(STAMP)
 	@echo "Dashboard:   http://$(HOST):$(PORT)/  (sign in with the dashboard login above)"
 	@echo "Console:     http://$(HOST):$(PORT)/admin/  (operators: the admin login above)"
 	@echo "API:         http://$(HOST):$(PORT)/api/v1/  (docs at /api/v1/docs/; PORT=$(PORT), change with make run PORT=...)"
-	@# The worker is stopped (SIGTERM: it finishes its task) whenever this shell exits: after
-	@# Ctrl-C, which gunicorn gets too, or when gunicorn fails to start.
-	@trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
-	BASE_URL=$(BASE_URL) $(PY) manage.py db_worker --no-reload & worker=$$!; \
-	echo "Worker:      manage.py db_worker, pid $$worker (tasks, webhooks, periodic jobs)"; \
-	BASE_URL=$(BASE_URL) $(VENV)/bin/gunicorn -c gunicorn.conf.py config.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+	@# bin/serve.py starts gunicorn and the task worker and stops both, whatever stops make run:
+	@# Ctrl-C, SIGTERM or SIGHUP to make (it notices make's death), or either of them exiting.
+	@BASE_URL=$(BASE_URL) exec $(PY) bin/serve.py --bind $(HOST):$(PORT) --workers 2
 
 ## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite).
 test: $(STAMP) test-deps

@@ -1,0 +1,182 @@
+"""`make run` stops everything it started, however it is stopped (issue 27).
+
+Each case runs the real `make run` in a copy of the repository (its own SQLite, .env and
+HOME; the virtualenv is the repository's), waits until the printed address answers, stops
+make the way a process manager or a terminal would, and then looks for anything left: no
+process of make's tree may be alive and the port must be free to bind. Before bin/serve.py,
+SIGTERM to make left gunicorn serving the port, and the next `make run` failed with
+"Connection in use".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"
+START_SECONDS = 180  # a first run migrates a new SQLite: ~15 s on a quiet machine
+STOP_SECONDS = 20
+# What a copy leaves out: what `make run` writes (a copy starts as a clone would), and caches.
+LEFT_OUT = shutil.ignore_patterns(
+    ".git", ".venv", "db.sqlite3*", ".env", "staticfiles", "media", ".demo.txt", ".demo-key",
+    "__pycache__", ".ruff_cache", ".hypothesis", "test-artifacts", "screenshots", "*.egg-info",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """The work tree, copied with its files' times (make compares them), beside the
+    repository's virtualenv."""
+    copy = tmp_path_factory.mktemp("make-run") / "repo"
+    shutil.copytree(REPOSITORY, copy, ignore=LEFT_OUT, symlinks=True)
+    (copy / ".venv").symlink_to(REPOSITORY / ".venv")
+    return copy
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether a new server can listen on it as gunicorn does (SO_REUSEADDR: a connection of
+    the old one waiting out TIME_WAIT is no obstacle, a socket still bound is)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+        return True
+
+
+def start_make_run(clone: Path, port: int, log: Path) -> subprocess.Popen:
+    """`make run` as a newcomer starts it, in a process group of its own (a terminal's job).
+    The virtualenv's stamp is taken as up to date (-o): the test must never reinstall the
+    shared virtualenv from a copy."""
+    stamp = hashlib.sha1((clone / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(clone.parent),
+        "LANG": "C.UTF-8",
+    }
+    with log.open("wb") as output:
+        return subprocess.Popen(
+            ["make", "-o", f".venv/.installed-{stamp}", "run", f"PORT={port}"],
+            cwd=clone,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            process_group=0,
+        )
+
+
+def printed_address(make: subprocess.Popen, log: Path) -> tuple[str, int]:
+    """The dashboard address make run prints, once the worker is up too and it answers."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        assert make.poll() is None, log.read_text(errors="replace")
+        text = log.read_text(errors="replace")
+        address = re.search(r"^Dashboard: +http://([\d.]+):(\d+)/", text, re.M)
+        if address and re.search(r"^Worker: .* pid \d+", text, re.M):
+            with contextlib.suppress(OSError):
+                answering = http.client.HTTPConnection(address[1], int(address[2]), timeout=5)
+                answering.request("GET", "/healthz")
+                if answering.getresponse().status == 200:
+                    return address[1], int(address[2])
+        time.sleep(0.2)
+    pytest.fail(f"make run did not answer in {START_SECONDS} s:\n{log.read_text()}")
+
+
+def process_tree(root: int) -> set[tuple[int, str]]:
+    """Every live descendant of `root` and root itself, as (pid, start time): the start time
+    tells a process from a later one that got its pid."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := read_stat(int(entry.name))):
+            parents[int(entry.name)] = int(stat[1])
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return {(pid, stat[19]) for pid in tree if (stat := read_stat(pid))}
+
+
+def read_stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command (state is [0], ppid [1]); None once the
+    process is gone or only a zombie waiting to be reaped."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return None if fields[0] in "ZX" else fields
+
+
+def alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    return {
+        (pid, started) for pid, started in processes if (s := read_stat(pid)) and s[19] == started
+    }
+
+
+def command_lines(processes: set[tuple[int, str]]) -> list[str]:
+    lines = []
+    for pid, _ in processes:
+        with contextlib.suppress(OSError):
+            lines.append(
+                f"{pid}: " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            )
+    return lines
+
+
+STOPS = {
+    # A process manager (systemd, supervisord, docker stop) stopping make; make passes
+    # SIGTERM on to the recipe's process, which used to be a shell that left gunicorn behind.
+    "sigterm-to-make": lambda make: make.send_signal(signal.SIGTERM),
+    # Ctrl-C in the terminal: SIGINT to the foreground job's whole process group (a hangup,
+    # SIGHUP to the group, takes the same way through bin/serve.py).
+    "ctrl-c-to-the-group": lambda make: os.killpg(make.pid, signal.SIGINT),
+    # make killed outright tells nobody: bin/serve.py learns of it from the kernel.
+    "sigkill-to-make": lambda make: make.send_signal(signal.SIGKILL),
+}
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_stopping_make_run_leaves_nothing_running(clone, tmp_path, stop):
+    port = free_port()
+    log = tmp_path / "make-run.log"
+    make = start_make_run(clone, port, log)
+    started: set[tuple[int, str]] = set()
+    try:
+        assert printed_address(make, log) == (HOST, port)
+        started = process_tree(make.pid)
+        # make, the serving script, the task worker, gunicorn's master and its two workers.
+        assert len(started) >= 6, command_lines(started)
+
+        STOPS[stop](make)
+        make.wait(timeout=STOP_SECONDS)
+        deadline = time.monotonic() + STOP_SECONDS
+        while alive(started) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(started), command_lines(alive(started))
+        assert port_is_free(port)
+    finally:
+        for pid, _ in alive(started | process_tree(make.pid)):  # nothing left by a failure either
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        make.wait()
