@@ -13,6 +13,14 @@ from accounts.models import Environment
 MONEY = {"max_digits": 12, "decimal_places": 2}
 
 
+def largest_value(model: type[models.Model], field_name: str) -> Decimal:
+    """The largest value a DecimalField's column holds (9999999999.99 for MONEY): forms and
+    checks derive their bounds from the column, so a value past it is refused, not a 500."""
+    field = model._meta.get_field(field_name)
+    places = Decimal(10) ** -field.decimal_places
+    return Decimal(10) ** (field.max_digits - field.decimal_places) - places
+
+
 class PricingPlan(models.Model):
     """price = base_fee + per_km_fee × max(0, km − included_km), half-up to cents."""
 
@@ -98,6 +106,10 @@ class LedgerEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount} → {self.balance_after}"
+
+
+# A balance is stored twice (the wallet's, an entry's balance_after): it must fit both.
+MAX_BALANCE = min(largest_value(Wallet, "balance"), largest_value(LedgerEntry, "balance_after"))
 
 
 class InvoiceStatus(models.TextChoices):

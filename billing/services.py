@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.models import BillingModel, Business
 from billing.models import (
+    MAX_BALANCE,
     EntryKind,
     Invoice,
     InvoiceLine,
@@ -87,6 +88,11 @@ def append_entries(*, wallet: Wallet, movements: list[Movement], at: datetime) -
         balance += move.amount
         if balance < 0:
             raise BillingError(f"The balance would become negative ({balance}).")
+        if balance > MAX_BALANCE:
+            raise BillingError(
+                f"The balance would become {balance}, more than a wallet can hold "
+                f"({MAX_BALANCE}): nothing was recorded."
+            )
         rows.append((
             wallet.pk, move.kind, move.amount, balance, move.drop_id, move.actor_id, move.note, at,
             move.batch_id,
