@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from accounts.models import Environment
+from console import queue
 from console.forms import DeliverForm, FailForm
 from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
@@ -357,6 +358,21 @@ class DispatchAdmin(GatedActionsAdmin, ReadOnlyAdmin):
         return request.user.has_perm("orders.cancel_drop")
 
 
+class WaitingForDriverFilter(admin.SimpleListFilter):
+    """The index's "Waiting for a driver", as a filter of the orders list."""
+
+    title = "waiting for"
+    parameter_name = "waiting"
+
+    def lookups(self, request, model_admin):
+        return [("driver", "A driver (live)")]
+
+    def queryset(self, request, queryset: QuerySet[Order]) -> QuerySet[Order]:
+        if self.value() == "driver":
+            return queryset.filter(pk__in=queue.waiting_for_driver().values("pk"))
+        return queryset
+
+
 class DropInline(admin.TabularInline):
     model = Drop
     extra = 0
@@ -380,7 +396,7 @@ class OrderAdmin(DispatchAdmin):
         "pickup_scheduled_at",
         "created_at",
     ]
-    list_filter = ["environment", "drops__status"]
+    list_filter = [WaitingForDriverFilter, "environment", "drops__status"]
     search_fields = ["id", "business__name", "drops__client_order_id"]
     inlines = [DropInline]
     actions = _dispatch_actions(

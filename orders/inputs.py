@@ -218,7 +218,9 @@ class _Errors:
         if not in_range:
             self.add(where, "Must be a timestamp between the years 0002 and 9998.")
             return None
-        return moment
+        # In UTC from here on: PostgreSQL stores offsets up to ±15:59 only, and ISO 8601 allows
+        # any under 24 hours (+23:59), which would reach the database as a 500.
+        return moment.astimezone(UTC)
 
 
 def _is_address_part(key: str, part: Any) -> bool:

@@ -22,6 +22,8 @@ from billing import onboarding
 from billing.models import EntryKind, LedgerEntry
 from billing.services import post_wallet_entry
 from console import queue
+from core.ids import uuid7
+from orders.models import Drop, DropStatus, Order
 from orders.onboarding import request_live
 from tests.operators import staff_client
 from tests.tracking.helpers import drop_in
@@ -115,7 +117,8 @@ def test_the_index_lists_who_waits_for_approval_oldest_first(operator, make_tena
     assert count_in(waiting) == 3
     assert "Same-day grocery deliveries in Phnom Penh." in waiting
     assert "Expects 3000 drops a month" in waiting
-    assert "2026-11-21 10:00" in waiting  # when they asked, in the service time zone
+    assert "21 Nov 2026, 10:00" in waiting  # when they asked, in the service time zone
+    assert "UTC+7" in waiting
     oldest = Business.objects.get(name="Oldest")
     assert f'href="{approve_url(oldest)}"' in waiting
     assert f'href="{change_url(oldest)}"' in waiting
@@ -167,32 +170,39 @@ def test_the_queue_reads_one_query_per_list_however_many_wait(make_tenant):
             html(user, INDEX)
         return len(captured)
 
+    live = make_tenant(name="Live Shop", stage="live").business
     asking_for_access("First", at=MONDAY)
     asking_for_live(make_tenant, "First live", at=MONDAY)
+    live_order_with(live, DropStatus.PENDING, at=MONDAY)
     with_two = queries_of_the_index()
     for n in range(6):
         asking_for_access(f"More {n}", at=MONDAY + timedelta(minutes=n))
         asking_for_live(make_tenant, f"More live {n}", at=MONDAY + timedelta(minutes=n))
+        live_order_with(live, DropStatus.PENDING, DropStatus.PENDING, at=MONDAY)
 
     assert queries_of_the_index() == with_two
 
 
-def test_needs_doing_is_two_queries_for_an_operator_who_may_do_both(
+def test_needs_doing_is_one_query_per_list_for_an_operator_who_may_do_all(
     make_tenant, django_assert_num_queries
 ):
+    live = make_tenant(name="Live Shop", stage="live").business
     for n in range(3):
         asking_for_access(f"Access {n}", at=MONDAY + timedelta(minutes=n))
         asking_for_live(make_tenant, f"Live {n}", at=MONDAY + timedelta(minutes=n))
+        live_order_with(live, DropStatus.PENDING, at=MONDAY + timedelta(minutes=n), pickup=f"P{n}")
     superuser = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
 
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):
         found = queue.needs_doing(superuser)
         names = [b.name for b in found.access.oldest] + [b.name for b in found.live.oldest]
         terms = [b.pricing_plan.base_fee for b in found.live.oldest]  # selected with them
+        orders = [(o.pickup_name, o.business.name, o.pending) for o in found.driver.oldest]
 
     assert names == ["Access 0", "Access 1", "Access 2", "Live 0", "Live 1", "Live 2"]
-    assert (found.access.count, found.live.count) == (3, 3)
+    assert (found.access.count, found.live.count, found.driver.count) == (3, 3, 3)
     assert terms == [Decimal("2.00")] * 3
+    assert orders == [(f"P{n}", "Live Shop", 1) for n in range(3)]
 
 
 def test_staff_see_only_the_lists_they_may_act_on(make_tenant):
@@ -207,6 +217,8 @@ def test_staff_see_only_the_lists_they_may_act_on(make_tenant):
         "switcher@example.com", perms=["accounts.view_business", "accounts.enable_live_business"]
     )
 
+    live_order_with(make_tenant(stage="live").business, DropStatus.PENDING, at=MONDAY)
+
     for client in (viewer, finance):
         page = html(client, INDEX)
         assert 'id="needs-doing"' not in page
@@ -214,6 +226,7 @@ def test_staff_see_only_the_lists_they_may_act_on(make_tenant):
     approver_page = html(approver, INDEX)
     assert names_in(section(approver_page, "waiting-approval")) == ["Wants access"]
     assert section(approver_page, "waiting-live") is None
+    assert section(approver_page, "waiting-driver") is None
     assert "Wants live" not in approver_page
     switcher_page = html(switcher, INDEX)
     assert section(switcher_page, "waiting-approval") is None
@@ -232,6 +245,70 @@ def test_the_business_list_filters_on_what_waits(operator, make_tenant):
     assert "Wants live" in live and "Wants access" not in live and "Quiet" not in live
     assert "Wants access" in approval and "Wants live" not in approval
     assert "live, <time" in live  # the "Waiting for" column says since when
+
+
+# --- live orders waiting for a driver
+
+
+def live_order_with(business, *statuses: str, at: datetime, pickup: str = "Shop") -> Order:
+    """One order of `business`, created at `at`, with one drop in each status."""
+    first = drop_in(statuses[0], business=business, environment="live")
+    Order.objects.filter(pk=first.order_id).update(created_at=at, pickup_name=pickup)
+    for n, status in enumerate(statuses[1:]):
+        sibling = Drop.objects.get(pk=first.pk)
+        sibling.id, sibling.status = uuid7(), status
+        sibling.client_order_id = f"{first.client_order_id}-{n}"
+        sibling.save(force_insert=True)
+    return Order.objects.get(pk=first.order_id)
+
+
+def test_the_index_lists_live_orders_waiting_for_a_driver_oldest_first(operator, make_tenant):
+    shop = make_tenant(name="Kep Crab", stage="live").business
+    newer = live_order_with(shop, DropStatus.PENDING, at=MONDAY, pickup="Newer")
+    older = live_order_with(
+        shop,
+        DropStatus.PENDING,
+        DropStatus.PENDING,
+        DropStatus.ASSIGNED,  # one drop already has its driver; two still wait
+        at=MONDAY - timedelta(hours=2),
+        pickup="Older",
+    )
+    for status in (DropStatus.SCHEDULED, DropStatus.ASSIGNED, DropStatus.PICKED_UP):
+        live_order_with(shop, status, at=MONDAY, pickup=f"Not waiting: {status}")
+    drop_in(DropStatus.PENDING, business=shop, environment="sandbox")  # the test driver's
+
+    waiting = section(html(operator, INDEX), "waiting-driver")
+
+    assert names_in(waiting) == ["Older", "Newer"]
+    assert count_in(waiting) == 2
+    assert "for Kep Crab: 2 drops, waiting since" in waiting
+    assert "23 Nov 2026, 08:00" in waiting and "UTC+7" in waiting  # the older one's creation
+    assert f'href="{reverse("admin:orders_order_change", args=[older.pk])}"' in waiting
+    assert f'href="{reverse("admin:orders_order_change", args=[newer.pk])}"' in waiting
+    assert f'href="{reverse("admin:orders_order_changelist")}?waiting=driver"' in waiting
+    assert "All 2 waiting for a driver" in waiting
+
+
+def test_the_index_says_so_when_no_order_waits_for_a_driver(operator, make_tenant):
+    live_order_with(make_tenant(stage="live").business, DropStatus.ASSIGNED, at=MONDAY)
+
+    waiting = section(html(operator, INDEX), "waiting-driver")
+
+    assert count_in(waiting) == 0
+    assert "No live order is waiting for a driver." in waiting
+
+
+def test_the_orders_list_filters_on_waiting_for_a_driver(operator, make_tenant):
+    shop = make_tenant(name="Kep Crab", stage="live").business
+    waiting = live_order_with(shop, DropStatus.PENDING, DropStatus.PENDING, at=MONDAY)
+    assigned = live_order_with(shop, DropStatus.ASSIGNED, at=MONDAY)
+    sandbox = drop_in(DropStatus.PENDING, business=shop, environment="sandbox").order
+
+    listed = html(operator, reverse("admin:orders_order_changelist") + "?waiting=driver")
+
+    rows = re.findall(r'name="_selected_action" value="([^"]+)"', listed)
+    assert rows == [str(waiting.pk)]  # once, though two of its drops wait
+    assert str(assigned.pk) not in listed and str(sandbox.pk) not in listed
 
 
 # --- approving
