@@ -68,6 +68,11 @@ def _drops_in(*, business, environment: str, window: Window):
     )
 
 
+def has_orders(*, business, environment: str, window: Window) -> bool:
+    """Whether any drop was created in the window (one indexed query)."""
+    return _drops_in(business=business, environment=environment, window=window).exists()
+
+
 def orders_per_day(*, business, environment: str, window: Window) -> dict[date, dict[str, int]]:
     """day → status → number of drops created that day (one query)."""
     counts: dict[date, dict[str, int]] = {}

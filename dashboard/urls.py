@@ -43,6 +43,11 @@ urlpatterns = [
     path("webhooks/<uuid:pk>/test/", webhooks.webhook_test, name="webhook_test"),
     path("webhooks/<uuid:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
     path(
+        "webhooks/<uuid:pk>/deliveries/<int:delivery_pk>/",
+        webhooks.webhook_delivery,
+        name="webhook_delivery",
+    ),
+    path(
         "webhooks/<uuid:pk>/deliveries/<int:delivery_pk>/resend/",
         webhooks.webhook_resend,
         name="webhook_resend",
@@ -54,6 +59,7 @@ urlpatterns = [
     path("orders/", views.orders, name="orders"),
     path("orders/export/", views.orders_export, name="orders_export"),
     path("orders/<uuid:pk>/", views.order_detail, name="order"),
+    path("orders/<uuid:pk>/cancel/", views.order_cancel, name="order_cancel"),
     # Orders from a spreadsheet (dashboard/uploads.py).
     path("orders/upload/", orders_upload, name="orders_upload"),
     path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import partial, wraps
 from pathlib import Path
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -55,8 +56,10 @@ from orders.inputs import parse_batch
 from orders.links import drop_tracking_url
 from orders.models import Batch, Drop, DropStatus
 from orders.services import BatchResult, create_batch
+from tracking.lifecycle import CANCELLABLE
 from tracking.listing import DropFilters, list_drops
-from tracking.services import advance_sandbox_orders
+from tracking.proof import photo_url
+from tracking.services import advance_sandbox_orders, cancel_orders
 
 PAGE_SIZE = 25
 BATCH_PAGE_SIZE = 100
@@ -166,15 +169,36 @@ def _checklist(business: Business) -> tuple[list[Step], str | None]:
     return steps, current
 
 
+_HOME_ENVIRONMENT = "home_environment"
+
+
+def _home_environment(request, business: Business, window: charts.Window) -> str:
+    """The charts' environment: the one asked for (remembered for next time), else the last
+    one chosen, else the one with orders in the window (live first once the account is live):
+    never an empty tab while the other one holds the account's activity."""
+    asked = request.GET.get("environment", "")
+    if asked in Environment.values:
+        request.session[_HOME_ENVIRONMENT] = asked
+        return asked
+    remembered = request.session.get(_HOME_ENVIRONMENT, "")
+    if remembered in Environment.values:
+        return remembered
+    preferred = [Environment.LIVE, Environment.SANDBOX]
+    if not business.is_live:
+        preferred.reverse()
+    for environment in preferred:
+        if charts.has_orders(business=business, environment=environment, window=window):
+            return environment
+    return preferred[0]
+
+
 @business_view
 def home(request):
     business = request.business
     steps, current = _checklist(business)
     keys = ApiKey.objects.filter(business=business, revoked_at__isnull=True)
-    environment = _environment_param(
-        request, Environment.LIVE if business.is_live else Environment.SANDBOX
-    )
     window = charts.last_days(timezone.now())
+    environment = _home_environment(request, business, window)
     counts = charts.orders_per_day(business=business, environment=environment, window=window)
     spend = charts.spend_per_day(business=business, environment=environment, window=window)
     return render(
@@ -521,8 +545,41 @@ def order_detail(request, pk: uuid.UUID):
             "events": drop.timeline(),
             "drop_tracking_url": drop_tracking_url(drop.pk),
             "map": order_map(drop),
+            "can_cancel": drop.status in CANCELLABLE,
+            # Same-origin, as the recipient's page shows it: the signed /pod/ link's path.
+            "photo_path": urlsplit(photo_url(drop.pk)).path if drop.pod_photo else None,
         },
     )
+
+
+@business_view
+def order_cancel(request, pk: uuid.UUID):
+    """Cancel a drop before pickup, after a confirmation page: the API's cancel (refunded)."""
+    drop = get_object_or_404(Drop, pk=pk, business=request.business)
+    # The service names drops by client_order_id, which picks the id's active drop: a
+    # finished drop's page must never cancel a newer drop that reuses its id.
+    if drop.status not in CANCELLABLE:
+        messages.info(
+            request,
+            f"{drop.client_order_id} is {drop.get_status_display().lower()}: "
+            "only an order not yet picked up can be cancelled.",
+        )
+        return redirect("dashboard:order", pk=drop.pk)
+    if request.method != "POST":
+        return render(request, "dashboard/order_cancel.html", {"drop": drop})
+    [entry] = cancel_orders(
+        business=request.business,
+        environment=drop.environment,
+        identifiers=[drop.client_order_id],
+        actor=f"dashboard {request.user.get_username()}"[:100],
+    )
+    if "error" in entry:
+        messages.error(
+            request, f"{drop.client_order_id} was not cancelled: {entry['error']['message']}"
+        )
+    else:
+        messages.success(request, f"{drop.client_order_id} is cancelled; its price is refunded.")
+    return redirect("dashboard:order", pk=drop.pk)
 
 
 @business_view
@@ -635,6 +692,7 @@ def _sandbox_page(
     *,
     advance_form: AdvanceForm,
     advanced=None,
+    advanced_words: str = "",
     status: int = 200,
     scenario_form: ScenarioForm | None = None,
 ):
@@ -654,6 +712,7 @@ def _sandbox_page(
             "business": request.business,
             "advance_form": advance_form,
             "advanced": advanced,
+            "advanced_words": advanced_words,
             "scenario_form": scenario_form or ScenarioForm(),
             "step_seconds": f"{settings.SANDBOX_STEP_SECONDS:g}",
             "started": started,
@@ -664,6 +723,14 @@ def _sandbox_page(
         },
         status=status,
     )
+
+
+def _refusal_words(entry: dict, *, to: str) -> str:
+    """Why the test driver did not move the order, in words (the API's codes are for code)."""
+    if entry["error"]["code"] == "NOT_FOUND":
+        return "no sandbox order with this id."
+    where = f"to {DropStatus(to).label.lower()}" if to else "further"
+    return f"it is {DropStatus(entry['status']).label.lower()}, so it cannot move {where}."
 
 
 def _refuse_without_sandbox(request):
@@ -760,6 +827,12 @@ def sandbox_advance(request):
     )
     if "error" in entry:
         messages.error(request, entry["error"]["message"])
-        return _sandbox_page(request, advance_form=form, advanced=entry, status=400)
+        return _sandbox_page(
+            request,
+            advance_form=form,
+            advanced=entry,
+            advanced_words=_refusal_words(entry, to=form.cleaned_data["to"]),
+            status=400,
+        )
     messages.success(request, f"{entry['client_order_id']} is now {entry['status']}.")
     return redirect("dashboard:order", pk=entry["drop_id"])

@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
+from django.db.models import F, Prefetch, Window
+from django.db.models.functions import RowNumber
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -37,9 +39,11 @@ from events.endpoints import (
     send_test_event,
     update_endpoint,
 )
-from events.models import WebhookEndpoint
+from events.models import DeliveryAttempt, WebhookEndpoint
 from events.selectors import deliveries_of, endpoints_of, find_delivery, find_endpoint
 
+# A delivery's newest attempts on the endpoint's page; the rest on the delivery's own pages.
+ATTEMPTS_SHOWN = 3
 _ALREADY_SENT = (
     "This form was already sent, so nothing new was made. A secret is shown only once: if "
     "you did not copy it, rotate it again."
@@ -115,6 +119,22 @@ def webhooks(request):
     )
 
 
+def _with_recent_attempts(deliveries):
+    """Each delivery with only its newest ATTEMPTS_SHOWN attempts (`recent_attempts`): a
+    delivery resent again and again must not grow the page (one query for the page's)."""
+    newest_first = Window(
+        RowNumber(), partition_by=F("delivery_id"), order_by=[F("at").desc(), F("pk").desc()]
+    )
+    recent = (
+        DeliveryAttempt.objects.annotate(rank=newest_first)
+        .filter(rank__lte=ATTEMPTS_SHOWN)
+        .order_by("-at", "-pk")
+    )
+    return deliveries.prefetch_related(None).prefetch_related(
+        Prefetch("log", queryset=recent, to_attr="recent_attempts")
+    )
+
+
 def _endpoint_page(request, endpoint, *, form=None, secret: str = "", status: int = 200):
     if form is None:
         form = WebhookEndpointForm(
@@ -132,7 +152,8 @@ def _endpoint_page(request, endpoint, *, form=None, secret: str = "", status: in
             "form": form,
             "secret": secret,
             "can_manage": endpoint.environment in _key_environments(request.business),
-            "deliveries": _page(request, deliveries_of(endpoint=endpoint)),
+            "deliveries": _page(request, _with_recent_attempts(deliveries_of(endpoint=endpoint))),
+            "attempts_shown": ATTEMPTS_SHOWN,
             "form_token": _new_key_form_token(request),
             "now": timezone.now(),
         },
@@ -222,6 +243,26 @@ def webhook_resend(request, pk: uuid.UUID, delivery_pk: int):
         else:
             messages.success(request, f"Delivery of {delivery.event.public_id} queued again.")
     return redirect("dashboard:webhook", pk=endpoint.pk)
+
+
+@business_view
+def webhook_delivery(request, pk: uuid.UUID, delivery_pk: int):
+    """One delivery's every attempt, newest first, a page at a time."""
+    endpoint = _endpoint_of(request, pk)
+    delivery = find_delivery(endpoint=endpoint, delivery_id=delivery_pk)
+    if delivery is None:
+        raise Http404("No such delivery.")
+    attempts = DeliveryAttempt.objects.filter(delivery=delivery).order_by("-at", "-pk")
+    return render(
+        request,
+        "dashboard/webhook_delivery.html",
+        {
+            "endpoint": endpoint,
+            "delivery": delivery,
+            "attempts": _page(request, attempts),
+            "can_manage": endpoint.environment in _key_environments(request.business),
+        },
+    )
 
 
 @business_view
