@@ -1,11 +1,11 @@
-"""Operator console for coverage: service areas with hours, gazetteer places."""
+"""Operator console for coverage: service areas with hours, the geocode cache (places:
+console/places.py)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from geo.geocoders import forget_cached_results
-from geo.models import GeocodeResult, OpeningHours, Place, ServiceArea
+from geo.models import GeocodeResult, OpeningHours, ServiceArea
 
 
 class OpeningHoursInline(admin.TabularInline):
@@ -18,20 +18,6 @@ class ServiceAreaAdmin(admin.ModelAdmin):
     list_display = ["name", "active", "updated_at"]
     list_filter = ["active"]
     inlines = [OpeningHoursInline]
-
-
-@admin.register(Place)
-class PlaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "city", "lat", "long"]
-    search_fields = ["name", "aliases", "city"]
-
-    def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        forget_cached_results()  # cached "not found" answers may now be found
-
-    def delete_model(self, request, obj):
-        super().delete_model(request, obj)
-        forget_cached_results()
 
 
 @admin.register(GeocodeResult)

@@ -65,7 +65,7 @@ class OpeningHours(models.Model):
 
 
 class Place(models.Model):
-    """A gazetteer entry for the offline geocoder."""
+    """A gazetteer entry for the offline geocoder: the operators' own list (geo/places.py)."""
 
     name = models.CharField(max_length=200)
     aliases = models.TextField(blank=True, help_text="Other names, one per line.")
@@ -75,6 +75,7 @@ class Place(models.Model):
 
     class Meta:
         ordering = ["name"]
+        permissions = [("load_places", "Can load places from a CSV file")]
 
     def __str__(self) -> str:
         return self.name

@@ -12,6 +12,8 @@ from django.db import connection
 from django.test import Client
 
 groups_migration = importlib.import_module("accounts.migrations.0005_operator_groups")
+# Later grants to the groups, each a migration of its own.
+later_grants = [importlib.import_module("geo.migrations.0003_load_places_permission")]
 
 
 def ensure_operator_groups() -> None:
@@ -23,7 +25,10 @@ def ensure_operator_groups() -> None:
     if Group.objects.filter(name__in=groups_migration.GROUPS).count() < len(
         groups_migration.GROUPS
     ):
-        groups_migration.create_groups(apps, SimpleNamespace(connection=connection))
+        editor = SimpleNamespace(connection=connection)
+        groups_migration.create_groups(apps, editor)
+        for migration in later_grants:
+            migration.grant(apps, editor)
 
 
 def permission(dotted: str) -> Permission:

@@ -1,0 +1,327 @@
+"""The gazetteer's places loaded in bulk from a CSV file: read and checked row by row
+(a preview, no write), then saved in one transaction with set-based writes.
+
+The columns and their rules are in docs/operator.md ("Loading places from a CSV file").
+A row whose name and city match a place already in the list replaces that place: a
+corrected file can be loaded again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+
+from core.writes import insert_rows
+from geo.geocoders import forget_cached_results, normalise
+from geo.models import Place
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+MAX_FILE_LABEL = "5 MB"
+ALIAS_SEPARATOR = "|"
+REQUIRED_COLUMNS = ("name", "lat", "long")
+# Other spellings of the columns, as spreadsheets and other tools write them.
+COLUMN_NAMES = {
+    "name": "name",
+    "aliases": "aliases",
+    "alias": "aliases",
+    "city": "city",
+    "lat": "lat",
+    "latitude": "lat",
+    "long": "long",
+    "lon": "long",
+    "lng": "long",
+    "longitude": "long",
+}
+NAME_LENGTH = Place._meta.get_field("name").max_length
+CITY_LENGTH = Place._meta.get_field("city").max_length
+# A number as a spreadsheet writes it with a `.` decimal point: no exponent, no NaN.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_HEADER_SPACES = re.compile(r"[\s\-]+")
+
+
+class PlacesFileUnreadable(Exception):
+    """The file as a whole can't be used (encoding, header, size): nothing to preview."""
+
+    def __init__(self, *messages: str) -> None:
+        super().__init__(*messages)
+        self.messages = list(messages)
+
+
+@dataclass(slots=True)
+class PlaceRow:
+    """One row of the file: the place it describes, or what is wrong with it."""
+
+    row: int  # as the spreadsheet numbers it: the header is row 1
+    name: str
+    aliases: list[str]
+    city: str
+    lat: float | None
+    long: float | None
+    problems: list[str] = field(default_factory=list)
+    replaces: list[tuple[float, float]] = field(default_factory=list)  # pins of the old places
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two places the same for the gazetteer: the name and the city."""
+        return normalise(self.name), normalise(self.city)
+
+
+@dataclass(slots=True)
+class PlacesFile:
+    """A file read and checked: every row, the columns it ignored."""
+
+    rows: list[PlaceRow]
+    unknown_columns: list[str]
+
+    @property
+    def valid(self) -> list[PlaceRow]:
+        return [row for row in self.rows if row.valid]
+
+    @property
+    def invalid(self) -> list[PlaceRow]:
+        return [row for row in self.rows if not row.valid]
+
+    @property
+    def replacing(self) -> int:
+        return sum(1 for row in self.valid if row.replaces)
+
+
+def read_places(data: bytes) -> PlacesFile:
+    """Every row of the file with its problems, and what each valid row would replace.
+
+    One query: the places already in the list. Raises PlacesFileUnreadable.
+    """
+    places_file = read_rows(data)
+    _mark_replaced(places_file, _places_by_key())
+    return places_file
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPlaces:
+    added: int
+    replaced: int  # places of the list that rows replaced
+    left_out: int  # rows with problems, not saved
+
+
+@transaction.atomic
+def load_places(*, data: bytes) -> LoadedPlaces:
+    """Save every valid row of the file in one transaction: a place with the same name and
+    city is replaced. Set-based: a fixed number of statements whatever the row count."""
+    if connection.vendor == "postgresql":
+        # Two loads at once would both see a name as new and both add it; edits wait too.
+        # Reads (the gazetteer) are not blocked.
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE geo_place IN SHARE ROW EXCLUSIVE MODE")
+    places_file = read_rows(data)
+    existing = _places_by_key()
+    _mark_replaced(places_file, existing)
+    valid = places_file.valid
+    replaced_ids = [pk for row in valid for pk, _ in existing.get(row.key, [])]
+    if replaced_ids:
+        Place.objects.filter(pk__any=replaced_ids).delete()
+    insert_rows(
+        Place,
+        ("name", "aliases", "city", "lat", "long"),
+        [(r.name, "\n".join(r.aliases), r.city, r.lat, r.long) for r in valid],
+    )
+    if valid:
+        forget_cached_results()  # cached "not found" answers may now be found
+    return LoadedPlaces(
+        added=len(valid), replaced=len(replaced_ids), left_out=len(places_file.invalid)
+    )
+
+
+def _places_by_key() -> dict[tuple[str, str], list[tuple[int, tuple[float, float]]]]:
+    """The list's places by (name, city) as the gazetteer compares them: id and pin."""
+    found: dict[tuple[str, str], list[tuple[int, tuple[float, float]]]] = defaultdict(list)
+    for pk, name, city, lat, long in Place.objects.values_list("pk", "name", "city", "lat", "long"):
+        found[normalise(name), normalise(city)].append((pk, (lat, long)))
+    return found
+
+
+def _mark_replaced(places_file: PlacesFile, existing: dict) -> None:
+    for row in places_file.valid:
+        row.replaces = [pin for _, pin in existing.get(row.key, [])]
+
+
+# --- Reading the file: no query ------------------------------------------------------------
+
+
+def read_rows(data: bytes) -> PlacesFile:
+    """The file's rows, each checked on its own and against the others (duplicates)."""
+    text = _text_of(data)
+    delimiter = (
+        ";" if text.split("\n", 1)[0].count(";") > text.split("\n", 1)[0].count(",") else ","
+    )
+    records = _records(text, delimiter)
+    header = next(records, None)
+    if header is None or not any(cell.strip() for cell in header):
+        raise PlacesFileUnreadable(_HEADER_NEEDED)
+    columns, unknown = _columns_of(header)
+    rows = [
+        _row(number, record, columns, len(header))
+        for number, record in enumerate(records, start=2)
+        if any(cell.strip() for cell in record)  # a blank line keeps the next rows' numbers
+    ]
+    if not rows:
+        raise PlacesFileUnreadable("The file has a header but no places under it.")
+    _mark_duplicates(rows)
+    return PlacesFile(rows=rows, unknown_columns=unknown)
+
+
+_HEADER_NEEDED = (
+    "The first row must be the header: the column names name, aliases, lat, long "
+    "(and city, if you like)."
+)
+
+
+def _text_of(data: bytes) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise PlacesFileUnreadable(
+            f"The file is larger than {MAX_FILE_LABEL}: split it into smaller files."
+        )
+    if data.startswith(b"PK\x03\x04") or data.startswith(b"\xd0\xcf\x11\xe0"):
+        raise PlacesFileUnreadable(
+            "This is a spreadsheet workbook (.xlsx or .xls), not a CSV file: save it as "
+            "“CSV UTF-8” and upload that."
+        )
+    try:
+        text = data.decode("utf-8-sig")  # a byte order mark, as Excel writes, is dropped
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise PlacesFileUnreadable(
+            f"The file is not UTF-8 text (the first problem is on line {line}): "
+            "save it as “CSV UTF-8”."
+        ) from error
+    if "\x00" in text:
+        raise PlacesFileUnreadable("This is not a CSV file: it contains binary data.")
+    if not text.strip():
+        raise PlacesFileUnreadable("The file is empty.")
+    return text
+
+
+def _records(text: str, delimiter: str) -> Iterator[list[str]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise PlacesFileUnreadable(
+                f"The file could not be read as CSV near line {reader.line_num}: {error}."
+            ) from error
+
+
+def _columns_of(header: list[str]) -> tuple[dict[str, int], list[str]]:
+    """Known column → its index, and the unknown columns as written."""
+    columns: dict[str, int] = {}
+    unknown: list[str] = []
+    errors: list[str] = []
+    for index, cell in enumerate(header):
+        written = _HEADER_SPACES.sub("_", cell.strip().lower())
+        if not written:
+            continue
+        name = COLUMN_NAMES.get(written)
+        if name is None:
+            unknown.append(cell.strip())
+        elif name in columns:
+            errors.append(f"The column {name} appears twice: keep one.")
+        else:
+            columns[name] = index
+    if not columns:
+        raise PlacesFileUnreadable(_HEADER_NEEDED + " None of them was found.")
+    errors += [f"The column {name} is missing." for name in REQUIRED_COLUMNS if name not in columns]
+    if errors:
+        raise PlacesFileUnreadable(*errors)
+    return columns, unknown
+
+
+def _row(number: int, record: list[str], columns: dict[str, int], width: int) -> PlaceRow:
+    def cell(name: str) -> str:
+        index = columns.get(name)
+        return record[index].strip() if index is not None and index < len(record) else ""
+
+    name, city = " ".join(cell("name").split()), " ".join(cell("city").split())
+    problems: list[str] = []
+    if any(value.strip() for value in record[width:]):
+        problems.append(
+            f"{len(record)} cells, but the header has {width} columns: a cell that contains "
+            "the delimiter must be in double quotes."
+        )
+    if not name:
+        problems.append("The name is empty.")
+    elif len(name) > NAME_LENGTH:
+        problems.append(f"The name is longer than {NAME_LENGTH} characters.")
+    if len(city) > CITY_LENGTH:
+        problems.append(f"The city is longer than {CITY_LENGTH} characters.")
+    lat = _coordinate(cell("lat"), "lat", 90.0, problems)
+    long = _coordinate(cell("long"), "long", 180.0, problems)
+    if lat == 0.0 and long == 0.0:
+        problems.append("lat 0 and long 0 is not a place: were the cells empty in the sheet?")
+    return PlaceRow(
+        row=number,
+        name=name,
+        aliases=_aliases(cell("aliases"), name),
+        city=city,
+        lat=lat,
+        long=long,
+        problems=problems,
+    )
+
+
+def _coordinate(text: str, column: str, limit: float, problems: list[str]) -> float | None:
+    if not text:
+        problems.append(f"{column} is empty.")
+        return None
+    if not _NUMBER.fullmatch(text):
+        problems.append(
+            f"{column} {text!r} is not a number: write it with a dot for decimals, e.g. 11.5765."
+        )
+        return None
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > limit:
+        problems.append(
+            f"{column} {text} is out of range: it must be from -{limit:g} to {limit:g}."
+        )
+        return None
+    return value
+
+
+def _aliases(text: str, name: str) -> list[str]:
+    """The other names, each once and none the same as the name (as the gazetteer compares)."""
+    seen = {normalise(name)}
+    aliases = []
+    for alias in (" ".join(part.split()) for part in text.split(ALIAS_SEPARATOR)):
+        if normalise(alias) and normalise(alias) not in seen:
+            seen.add(normalise(alias))
+            aliases.append(alias)
+    return aliases
+
+
+def _mark_duplicates(rows: list[PlaceRow]) -> None:
+    """Rows naming the same place (name and city, as the gazetteer compares them) are all
+    refused: which one is right is the operator's call, not ours."""
+    by_key: dict[tuple[str, str], list[PlaceRow]] = defaultdict(list)
+    for row in rows:
+        if row.name:
+            by_key[row.key].append(row)
+    for same in by_key.values():
+        if len(same) > 1:
+            numbers = ", ".join(str(row.row) for row in same[:-1]) + f" and {same[-1].row}"
+            for row in same:
+                row.problems.append(
+                    f"The name {row.name!r} (city {row.city or 'none'}) is on rows {numbers}: "
+                    "keep one."
+                )
