@@ -1,4 +1,4 @@
-"""The demo region of DESIGN.md §8, which tests and the sandbox guide rely on."""
+"""The demo region of docs/contract.md §8, which tests and the sandbox guide rely on."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ PHNOM_PENH = {
         [[104.80, 11.45], [105.00, 11.45], [105.00, 11.70], [104.80, 11.70], [104.80, 11.45]]
     ],
 }
+# Real places at their real coordinates (within ~50 m): a demo pin never pretends.
 PLACES = [
     ("Central Market, Phnom Penh", "Phnom Penh", 11.5696, 104.9210),
     ("Royal Palace, Phnom Penh", "Phnom Penh", 11.5637, 104.9311),
