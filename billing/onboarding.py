@@ -1,5 +1,5 @@
 """Onboarding steps that involve money: a new business gets its wallets, approval sets its
-pricing and credits the sandbox (DESIGN.md §2). The other steps are accounts.services."""
+pricing and credits the sandbox (docs/contract.md §2). The other steps are accounts.services."""
 
 from __future__ import annotations
 

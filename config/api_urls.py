@@ -1,5 +1,7 @@
 """Routes of /api/v1: one DRF router over the apps' viewsets."""
 
+from django.conf import settings
+from django.http import HttpResponse
 from django.urls import path, re_path, reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
@@ -7,7 +9,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.routers import SimpleRouter
 
 from billing.api import AccountViewSet
-from core.api import envelope
+from core.api import ApiError, envelope
 from core.handlers import unknown_path
 from core.openapi import DocsView, SchemaView
 from events.api import EventViewSet, WebhookEndpointViewSet
@@ -43,9 +45,27 @@ def api_index(request):
             "version": "v1",
             "docs_url": request.build_absolute_uri(reverse("api-docs")),
             "schema_url": request.build_absolute_uri(reverse("api-schema")),
-            "guide": "docs/api.md in the repository",
+            "guide_url": request.build_absolute_uri(reverse("api-guide")),
         }
     )
+
+
+# The integrators' guides of docs/, served as they are in the repository (Markdown, which
+# reads as plain text): a deployed service's integrators have no clone. Their links to one
+# another are relative (webhooks.md), so they resolve to these same routes.
+GUIDES = {"api", "webhooks", "sandbox", "csv", "contract"}
+
+
+@extend_schema(exclude=True)
+@api_view(["GET"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def api_guide(request, name: str = "api"):
+    """GET /api/v1/guide/ (docs/api.md) and /api/v1/guide/<name>.md: public, like the docs."""
+    if name not in GUIDES:
+        raise ApiError(404, "NOT_FOUND", "No such guide.")
+    text = (settings.BASE_DIR / "docs" / f"{name}.md").read_bytes()
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
 urlpatterns = [
@@ -54,5 +74,7 @@ urlpatterns = [
     # Public: the OpenAPI schema and its docs page need no key.
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(), name="api-docs"),
+    path("guide/", api_guide, name="api-guide"),
+    path("guide/<slug:name>.md", api_guide, name="api-guide-page"),
     re_path(r"^(?P<rest>.*)$", unknown_path),
 ]

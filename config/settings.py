@@ -143,7 +143,7 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("CONN_MAX_AGE", default=60, minimum=0))
 # A kept connection is checked before a request reuses it, so a database restart costs no
-# failed request once the database is back (DESIGN.md §16).
+# failed request once the database is back (docs/contract.md §16).
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 # What sits between the app and PostgreSQL (docs/deployment.md): "pgbouncer" for PgBouncer in
 # transaction mode, where a transaction may run on any server connection.
@@ -217,7 +217,7 @@ WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 
-# --- The product's own settings (DESIGN.md §4, §7, §8, §10) ---
+# --- The product's own settings (docs/contract.md §4, §7, §8, §10) ---
 # Every number, amount and choice goes through core/strict_env.py: a mistyped value stops the
 # start with a message naming the variable, never a silent default.
 SERVICE_COUNTRY = env_matching(
@@ -234,11 +234,11 @@ MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
 MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
 SUPPORT_EMAIL = env.str("SUPPORT_EMAIL", default="support@example.com")
-# The ETA model of DESIGN.md §14 (tracking/eta.py).
+# The ETA model of docs/contract.md §14 (tracking/eta.py).
 DISPATCH_MINUTES = env_int("DISPATCH_MINUTES", default=15, minimum=0)
 COURIER_SPEED_KMH = env_float("COURIER_SPEED_KMH", default=25.0, above=0)
 HANDLING_MINUTES = env_int("HANDLING_MINUTES", default=5, minimum=0)
-# The recipient's side (DESIGN.md §14). Links are BASE_URL + /t/<token>; without BASE_URL
+# The recipient's side (docs/contract.md §14). Links are BASE_URL + /t/<token>; without BASE_URL
 # (a local run) they point at PUBLIC_URL_FALLBACK.
 PUBLIC_URL_FALLBACK = "http://127.0.0.1:8000"
 # Map tiles behind the pins of every map (the tracking page, the dashboard's order and batch
@@ -291,7 +291,7 @@ NOMINATIM_USER_AGENT = env.str("NOMINATIM_USER_AGENT", default="delivery-orders/
 PHOTON_URL = env_url("PHOTON_URL", default="https://photon.komoot.io")
 PHOTON_TIMEOUT_SECONDS = env_float("PHOTON_TIMEOUT_SECONDS", default=3.0, above=0)
 # seed_demo's `admin` superuser: made with this password, or with `admin` when DEBUG is on;
-# with neither, no superuser (DESIGN.md §9).
+# with neither, no superuser (docs/contract.md §9).
 DEMO_ADMIN_PASSWORD = env.str("DEMO_ADMIN_PASSWORD", default="")
 # Cached geocoder answers live this long; purge_geocode_cache deletes them after.
 GEOCODE_TTL_DAYS = env_int("GEOCODE_TTL_DAYS", default=30, minimum=1)
@@ -301,7 +301,7 @@ GEOCODE_NEGATIVE_TTL_HOURS = env_int("GEOCODE_NEGATIVE_TTL_HOURS", default=24, m
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
-# Webhooks (DESIGN.md §11). Plain http and private addresses only for local demos and tests.
+# Webhooks (docs/contract.md §11). Plain http and private addresses only for local demos and tests.
 WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
 # Seconds between a failed attempt and the next, then the delivery is FAILED (events/delivery.py).
 WEBHOOK_RETRY_SCHEDULE = env_int_list(
@@ -315,7 +315,7 @@ WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_float("WEBHOOK_CONNECT_TIMEOUT_SECONDS", d
 # Events (and their deliveries) are kept this long; purge_old_events deletes them after.
 EVENT_RETENTION_DAYS = env_int("EVENT_RETENTION_DAYS", default=30, minimum=1)
 
-# Background work (DESIGN.md §15): task rows written in the transaction that asks for them,
+# Background work (docs/contract.md §15): task rows written in the transaction that asks for them,
 # run by `manage.py db_worker` processes (any number, on any number of machines).
 TASKS = {
     "default": {

@@ -16,7 +16,7 @@ urlpatterns = [
     re_path(r"^api/", unknown_path),
     path("healthz", liveness),
     path("readyz", readiness),
-    # The recipient's pages (DESIGN.md §14). Anything under /t/ and /pod/ reaches the view,
+    # The recipient's pages (docs/contract.md §14). Anything under /t/ and /pod/ reaches the view,
     # slashes and odd bytes too, so every bad link gets the same 404 page.
     re_path(r"^t/(?P<token>[\s\S]*)\Z", tracking_page_view, name="tracking_page"),
     re_path(r"^pod/(?P<signed>[\s\S]*)\Z", delivery_photo_view, name="delivery_photo"),

@@ -264,7 +264,7 @@ class ApiKeyInline(admin.TabularInline):
 
 @admin.register(Business)
 class BusinessAdmin(admin.ModelAdmin):
-    # Short columns, so the list fits 1280 px beside its filters (DESIGN.md §9).
+    # Short columns, so the list fits 1280 px beside its filters (docs/contract.md §9).
     list_display = [
         "name_column",
         "email_column",
@@ -353,7 +353,7 @@ class BusinessAdmin(admin.ModelAdmin):
         ]
         return own + super().get_urls()
 
-    # Each operator move is its own permission (DESIGN.md §16), not is_staff or
+    # Each operator move is its own permission (docs/contract.md §16), not is_staff or
     # change_business: the buttons show only with it, and its URL answers 403 without it.
     def has_approve_permission(self, request) -> bool:
         return request.user.has_perm(queue.APPROVE)

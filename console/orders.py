@@ -1,5 +1,6 @@
 """Operator console for orders: read-only batches, and orders and drops moved only through
-the delivery state machine (tracking.services), delivered with their proof (DESIGN.md §14)."""
+the delivery state machine (tracking.services), delivered with their proof
+(docs/contract.md §14)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ class AssignDriverForm(forms.Form):
 
     def __init__(self, *args, live: bool, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if live:  # the sandbox test driver is never offered for a live order (DESIGN.md §20)
+        if live:  # the sandbox test driver is never offered for a live order (docs/contract.md §20)
             field = self.fields["driver"]
             field.queryset = field.queryset.filter(is_sandbox_test_driver=False)
             field.error_messages["invalid_choice"] = (

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from accounts.models import Business, Environment, Stage
 from orders.models import Drop, DropStatus, Order
 
-# Each onboarding move's own permission (DESIGN.md §16); the buttons, their URLs and the
+# Each onboarding move's own permission (docs/contract.md §16); the buttons, their URLs and the
 # queue on the admin index all ask these.
 APPROVE = "accounts.approve_business"
 ENABLE_LIVE = "accounts.enable_live_business"
@@ -60,7 +60,7 @@ def waiting_for_live() -> QuerySet[Business]:
 def waiting_for_driver() -> QuerySet[Order]:
     """Live orders with a drop waiting for a driver.
 
-    PENDING is the state machine's "awaiting a driver" (DESIGN.md §6, tracking/lifecycle.py):
+    PENDING is the state machine's "awaiting a driver" (docs/contract.md §6, tracking/lifecycle.py):
     a drop is made PENDING, or becomes PENDING from SCHEDULED when its pickup is due, and
     leaves it when a driver is assigned (ASSIGNED) or it is cancelled. Only live orders
     wait for an operator: the sandbox test driver moves sandbox ones by itself.

@@ -20,7 +20,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 class GatedActionsAdmin(admin.ModelAdmin):
-    """Operator actions each need their own permission (DESIGN.md §16).
+    """Operator actions each need their own permission (docs/contract.md §16).
 
     Django drops an action the user lacks from the menu and answers a forged POST of it with
     a quiet "No action selected"; we answer 403, so a refusal is never mistaken for a no-op.

@@ -1,4 +1,4 @@
-"""The API's wire conventions (DESIGN.md §3): envelopes, errors, JSON in and out."""
+"""The API's wire conventions (docs/contract.md §3): envelopes, errors, JSON in and out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 
 JSON = "application/json"
-# Errors stay small whatever the input (DESIGN.md §3).
+# Errors stay small whatever the input (docs/contract.md §3).
 MAX_ERROR_DETAILS = 100
 MAX_JSON_DEPTH = 64
 
@@ -56,7 +56,7 @@ def malformed_json(message: str) -> ApiError:
 
 
 def json_body(request) -> Any:
-    """The parsed JSON body of a DRF request; an empty body is not JSON (DESIGN.md §3)."""
+    """The parsed JSON body of a DRF request; an empty body is not JSON (docs/contract.md §3)."""
     if not request.body:
         raise malformed_json("The body is empty: send a JSON object.")
     return request.data
@@ -190,7 +190,7 @@ _DRF_CODES: list[tuple[type[exceptions.APIException], str]] = [
 
 
 def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
-    """DRF's hook: every API exception becomes the error envelope of DESIGN.md §3."""
+    """DRF's hook: every API exception becomes the error envelope of docs/contract.md §3."""
     request = context["request"]._request if "request" in context else None
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -1,4 +1,4 @@
-"""Probes for load balancers and orchestrators (DESIGN.md §16)."""
+"""Probes for load balancers and orchestrators (docs/contract.md §16)."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ def shape(component: str, /, **fields) -> type[serializers.Serializer]:
     return type(component, (serializers.Serializer,), fields)
 
 
-# --- Envelopes (DESIGN.md §3) --------------------------------------------------------
+# --- Envelopes (docs/contract.md §3) --------------------------------------------------------
 
 
 def envelope(component: str, /, **fields) -> type[serializers.Serializer]:
@@ -259,14 +259,71 @@ class DocsView(_Public, SpectacularSwaggerView):
 def describe_api(result, generator, request, public):
     """Postprocessing hook: the API-wide story that belongs to no single operation."""
     result["info"]["description"] = API_DESCRIPTION
-    # Both /orders/bulk and /orders/bulk/ answer; DESIGN.md and the guide write them bare.
+    # Both /orders/bulk and /orders/bulk/ answer; the guide writes them bare.
     result["paths"] = {path.rstrip("/"): item for path, item in result["paths"].items()}
     return result
 
 
-API_DESCRIPTION = """\
+# Every request-level error code the API answers, by status: the description's list, which
+# tests/api_docs/test_docs_consistency.py holds to the code and to docs/api.md's table.
+ERROR_CODES: dict[int, list[str]] = {
+    400: [
+        "MALFORMED_JSON",
+        "VALIDATION_ERROR",
+        "BAD_REQUEST",
+        "IDEMPOTENCY_KEY_MISSING",
+        "IDEMPOTENCY_KEY_INVALID",
+    ],
+    401: ["UNAUTHENTICATED"],
+    403: [
+        "ACCOUNT_SUSPENDED",
+        "LIVE_ACCESS_DISABLED",
+        "SANDBOX_ONLY",
+        "HTTPS_REQUIRED",
+        "FORBIDDEN",
+    ],
+    404: ["NOT_FOUND"],
+    405: ["METHOD_NOT_ALLOWED"],
+    409: [
+        "IDEMPOTENCY_KEY_REUSED",
+        "CLIENT_BATCH_ID_REUSED",
+        "QUOTE_EXPIRED",
+        "QUOTE_MISMATCH",
+        "QUOTE_USED",
+        "ENDPOINT_LIMIT_REACHED",
+        "ENDPOINT_DISABLED",
+    ],
+    411: ["LENGTH_REQUIRED"],
+    413: ["PAYLOAD_TOO_LARGE"],
+    415: ["UNSUPPORTED_MEDIA_TYPE"],
+    429: ["RATE_LIMITED"],
+    500: ["INTERNAL_ERROR"],
+    503: ["SERVICE_UNAVAILABLE"],
+}
+# What a code needs said beside it in one line; the guide's Errors table says the rest.
+_ERROR_NOTES = {
+    "HTTPS_REQUIRED": "plain http: the API is https only",
+    "FORBIDDEN": "a refusal with no code of its own; none is expected",
+    "QUOTE_USED": "the quote already backs another batch",
+    "LENGTH_REQUIRED": "a chunked body: send Content-Length",
+    "RATE_LIMITED": "with Retry-After",
+    "SERVICE_UNAVAILABLE": "the database is briefly away; with Retry-After",
+}
+
+
+def _error_list() -> str:
+    return " · ".join(
+        f"{status} "
+        + ", ".join(f"{c} ({_ERROR_NOTES[c]})" if c in _ERROR_NOTES else c for c in codes)
+        for status, codes in ERROR_CODES.items()
+    )
+
+
+API_DESCRIPTION = (
+    """\
 Same-day delivery orders: create many in one synchronous call, track them by your own
-references. The full guide is docs/api.md in the repository.
+references. The full guide (auth, idempotency, limits, what each error means and how to
+fix it, curl examples) is served beside this page, at [/api/v1/guide/](/api/v1/guide/).
 
 **Auth.** `Authorization: Bearer <key>`. `svc_test_` keys act on the sandbox, `svc_live_`
 keys on live; no call ever sees the other environment's data.
@@ -276,10 +333,7 @@ Error: `{"statusCode": N, "success": false, "error": {"code", "message", "detail
 "request_id"}}`. Every response carries `X-Request-Id`. Money is a decimal string with two
 places (`"3.45"`); timestamps are ISO 8601 UTC with `Z`.
 
-**Errors.** 400 MALFORMED_JSON, VALIDATION_ERROR, IDEMPOTENCY_KEY_MISSING,
-IDEMPOTENCY_KEY_INVALID · 401 UNAUTHENTICATED · 403 ACCOUNT_SUSPENDED, LIVE_ACCESS_DISABLED,
-SANDBOX_ONLY, HTTPS_REQUIRED (plain http: the API is https only) · 404 NOT_FOUND ·
-405 METHOD_NOT_ALLOWED · 409 IDEMPOTENCY_KEY_REUSED,
-CLIENT_BATCH_ID_REUSED, ENDPOINT_LIMIT_REACHED, ENDPOINT_DISABLED · 413 PAYLOAD_TOO_LARGE ·
-415 UNSUPPORTED_MEDIA_TYPE · 429 RATE_LIMITED (with Retry-After).
-"""
+**Errors.** """
+    + _error_list()
+    + ".\n"
+)

@@ -2,7 +2,7 @@
 
 An `Input` serializer both validates a body and documents it in the OpenAPI schema; its
 errors become one 400 VALIDATION_ERROR whose details carry field paths such as
-`identifiers[3]` (DESIGN.md §3), capped like every other error list.
+`identifiers[3]` (docs/contract.md §3), capped like every other error list.
 """
 
 from __future__ import annotations

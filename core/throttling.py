@@ -1,4 +1,4 @@
-"""Per-key rate limits (DESIGN.md §3, §10): fixed windows counted exactly across processes.
+"""Per-key rate limits (docs/contract.md §3, §10): fixed windows counted exactly across processes.
 
 Every API key has one window per scope: "bulk" for POST /orders/bulk (RATE_LIMIT_BULK),
 "default" for every other call (RATE_LIMIT_DEFAULT). A window opens at the key's first

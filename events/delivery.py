@@ -1,4 +1,4 @@
-"""Sending webhook deliveries (DESIGN.md §11): claim, send outside any transaction, record.
+"""Sending webhook deliveries (docs/contract.md §11): claim, send outside any transaction, record.
 
 One call sends one endpoint's due deliveries, in creation order, as Standard Webhooks. The
 delivery rows are the source of truth: claiming one only moves its `next_attempt_at` a lease

@@ -1,7 +1,7 @@
 """Webhook endpoints, as their business manages them (API and dashboard call these alone).
 
 Create, change, delete, rotate the signing secret, send a test event, resend a delivery
-(DESIGN.md §11). The callers check the input (the URL included, with `check_endpoint_url`,
+(docs/contract.md §11). The callers check the input (the URL included, with `check_endpoint_url`,
 before any transaction: it may resolve a host name); these functions own the writes.
 """
 
@@ -26,7 +26,7 @@ from events.models import (
 from events.services import lock_feeds, new_event_id, on_new_deliveries
 from events.ssrf import UnsafeUrl, check_url
 
-# Per business and environment (DESIGN.md §11).
+# Per business and environment (docs/contract.md §11).
 MAX_ENDPOINTS = 10
 # After a rotation the old secret keeps signing this long, so receivers can switch over.
 PREVIOUS_SECRET_VALID_FOR = timedelta(hours=24)

@@ -1,6 +1,6 @@
 """Events, written in the same transaction as their change, and their webhook deliveries.
 
-An event exists if and only if its change committed (DESIGN.md §11). Each event names one
+An event exists if and only if its change committed (docs/contract.md §11). Each event names one
 business and environment; a delivery row per subscribed endpoint is written with it, and
 that row (not a task queue) is the source of truth for what still has to be sent.
 """

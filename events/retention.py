@@ -1,4 +1,5 @@
-"""Forgetting old events (DESIGN.md §11: kept EVENT_RETENTION_DAYS), with their deliveries."""
+"""Forgetting old events (docs/contract.md §11: kept EVENT_RETENTION_DAYS), with their
+deliveries."""
 
 from __future__ import annotations
 

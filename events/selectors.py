@@ -1,6 +1,6 @@
 """Reads of events, endpoints and deliveries, scoped to one business and environment.
 
-Used by the API (events/api.py) and the dashboard; the wire shapes of DESIGN.md §11
+Used by the API (events/api.py) and the dashboard; the wire shapes of docs/contract.md §11
 (`event_object`, `endpoint_object`, `delivery_object`) are built here, once.
 """
 

@@ -1,6 +1,6 @@
 """Writing events: in the caller's transaction, set-based, with their deliveries.
 
-Callers are the choke points of DESIGN.md §11: a batch's creation (orders), every
+Callers are the choke points of docs/contract.md §11: a batch's creation (orders), every
 lifecycle move (tracking), a wallet crossing its threshold and an invoice issued (billing).
 """
 

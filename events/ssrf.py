@@ -1,4 +1,4 @@
-"""Which webhook URLs we may call (DESIGN.md §11): https, and never an internal address.
+"""Which webhook URLs we may call (docs/contract.md §11): https, and never an internal address.
 
 With WEBHOOK_ALLOW_PRIVATE_URLS (local demos and tests) plain http and private addresses
 are allowed. The rule is checked when an endpoint is saved and again at each delivery,

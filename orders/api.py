@@ -68,7 +68,7 @@ class OrderViewSet(viewsets.ViewSet):
 
 
 def quote_data(result: QuoteResult) -> dict:
-    """The answer of POST /orders/quote (DESIGN.md §12)."""
+    """The answer of POST /orders/quote (docs/contract.md §12)."""
     quote, orders = result.quote, []
     for decision in result.decisions.drops:
         drop = decision.drop

@@ -1,4 +1,4 @@
-"""Per-drop acceptance rules of DESIGN.md §4, decided without a query inside any loop.
+"""Per-drop acceptance rules of docs/contract.md §4, decided without a query inside any loop.
 
 The rules are checked in a fixed order and the first hit wins. A pickup's failure
 rejects every drop of its group; so for each drop the winner is the earlier of its
@@ -177,7 +177,7 @@ class DropDecision:
         return MESSAGES[self.reason, self.side]
 
     def resolved_pins(self) -> dict:
-        """The geocoded pins an accepted result echoes (DESIGN.md §4)."""
+        """The geocoded pins an accepted result echoes (docs/contract.md §4)."""
         pins = {}
         if self.located.resolved:
             pins["resolved_pin"] = {"lat": self.located.pin[0], "long": self.located.pin[1]}
@@ -261,9 +261,9 @@ def decide_batch(
     now: datetime,
     quoted_prices: list[Decimal | None] | None = None,
 ) -> Decisions:
-    """Rules 1–8 of DESIGN.md §4 for every drop, in submission order; no query, no write.
+    """Rules 1–8 of docs/contract.md §4 for every drop, in submission order; no query, no write.
 
-    With `quoted_prices` (a quote's, DESIGN.md §12) a drop is charged its quoted price
+    With `quoted_prices` (a quote's, docs/contract.md §12) a drop is charged its quoted price
     instead of the plan's, and rule 8 weighs that price.
     """
     decider = Decider(batch, pins, state, now, quoted_prices)

@@ -1,4 +1,5 @@
-"""Shape validation of POST /orders/bulk (every request-level 400 of DESIGN.md §4); GET /batches.
+"""Shape validation of POST /orders/bulk (every request-level 400 of docs/contract.md §4);
+GET /batches.
 
 Hand-written rather than DRF serializers because it runs once per drop on the hot path
 (5000 drops in one call); phone and coordinate *validity* is not checked here, since a
@@ -59,7 +60,7 @@ class DropIn:
     phone: Any
     place: Place
     wants_pin: bool = False  # "dropoff_verification": {"pin": true}
-    scenario: str | None = None  # "sandbox_scenario" (sandbox keys only, DESIGN.md §14)
+    scenario: str | None = None  # "sandbox_scenario" (sandbox keys only, docs/contract.md §14)
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""The recipient's side of a drop (DESIGN.md §14): its tracking link and its delivery PIN.
+"""The recipient's side of a drop (docs/contract.md §14): its tracking link and its delivery PIN.
 
 A drop's tracking token is its id encrypted with AES-128 under a key of its own, derived
 from SECRET_KEY: 16 bytes in 22 URL-safe characters. A block cipher is a pseudorandom

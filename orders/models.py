@@ -46,7 +46,7 @@ class ProofMethod(models.TextChoices):
 
 
 class SandboxScenario(models.TextChoices):
-    """What the sandbox test driver does with a drop by itself (DESIGN.md §14)."""
+    """What the sandbox test driver does with a drop by itself (docs/contract.md §14)."""
 
     MANUAL = "manual", "Manual (moves only by /sandbox/orders/advance)"
     DELIVER = "deliver", "Deliver"
@@ -74,7 +74,7 @@ CREATION_ACTOR = "api"
 
 
 def initial_status(*, scheduled: bool) -> str:
-    """A drop starts SCHEDULED when its pickup was scheduled, else PENDING (DESIGN.md §5)."""
+    """A drop starts SCHEDULED when its pickup was scheduled, else PENDING (docs/contract.md §5)."""
     return _SCHEDULED if scheduled else _PENDING
 
 
@@ -113,7 +113,7 @@ class Batch(models.Model):
             )
         ]
         constraints = [
-            # A FAILED batch created nothing, so it reserves nothing (DESIGN.md §4); keep
+            # A FAILED batch created nothing, so it reserves nothing (docs/contract.md §4); keep
             # the condition in step with orders.services.RESERVING_BATCHES_SQL.
             models.UniqueConstraint(
                 fields=["business", "environment", "client_batch_id"],
@@ -155,7 +155,7 @@ class Quote(models.Model):
     """What a batch body would cost and which drops would be refused, for QUOTE_TTL_MINUTES.
 
     Decided exactly as a batch is (orders.decisions), written nowhere else: a bulk body
-    carrying its id is charged these prices (DESIGN.md §12), whatever the plan says by then.
+    carrying its id is charged these prices (docs/contract.md §12), whatever the plan says by then.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -114,7 +114,7 @@ def create_batch(
             return replay_for_key(business, environment, idempotency_key, batch.fingerprint)
 
         # client_batch_id stays taken by a batch that created something; the same body
-        # under another key replays it. A FAILED batch reserves nothing (DESIGN.md §4):
+        # under another key replays it. A FAILED batch reserves nothing (docs/contract.md §4):
         # the partial unique index leaves it out, so its id can be used afresh.
         row = Batch(
             id=batch_id,
@@ -164,7 +164,7 @@ class QuoteResult:
 
 
 def quote_batch(*, business: Business, environment: str, batch: BatchIn) -> QuoteResult:
-    """Decide a batch body as bulk would now, write only the quote (DESIGN.md §12)."""
+    """Decide a batch body as bulk would now, write only the quote (docs/contract.md §12)."""
     pins = locate_places(batch)
     now = timezone.now()
     decisions = decide_batch(batch, pins, read_state(business, environment, batch), now)
@@ -346,7 +346,7 @@ def write_batch(
             "poll_url": summary["poll_url"],
         }
     )
-    # One event for the whole batch, never one per drop (DESIGN.md §11).
+    # One event for the whole batch, never one per drop (docs/contract.md §11).
     record_events(
         business_id=business.pk,
         environment=environment,

@@ -11,14 +11,14 @@ from django.db import connection
 from billing.models import LedgerEntry
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, IdempotencyRecord, Order
 
-# A gazetteer place of the demo region (DESIGN.md §8), as an address object.
+# A gazetteer place of the demo region (docs/contract.md §8), as an address object.
 ROYAL_PALACE = {
     "complete_address": "Royal Palace, Phnom Penh",
     "city": "Phnom Penh",
     "country": "KH",
 }
 
-# The fields of a found tracking entry (DESIGN.md §5).
+# The fields of a found tracking entry (docs/contract.md §5).
 TRACKING_ENTRY_KEYS = {
     "tracking_url",
     "proof_of_delivery",
@@ -44,7 +44,7 @@ TRACKING_ENTRY_KEYS = {
 
 
 def assert_error(response, status: int, code: str) -> dict:
-    """The error envelope of DESIGN.md §3; returns its `error` object."""
+    """The error envelope of docs/contract.md §3; returns its `error` object."""
     assert response.status_code == status, response.content
     assert response["Content-Type"] == "application/json"
     body = response.json()

@@ -1,4 +1,4 @@
-"""The ETA of a drop (DESIGN.md §14): a documented model, not a promise.
+"""The ETA of a drop (docs/contract.md §14): a documented model, not a promise.
 
 Before pickup: the courier is dispatched DISPATCH_MINUTES after the pickup time (the
 scheduled time, else when the order was created), or now if that is already past; the drop

@@ -1,4 +1,4 @@
-"""The delivery lifecycle of DESIGN.md §6: the one state machine every mover goes through.
+"""The delivery lifecycle of docs/contract.md §6: the one state machine every mover goes through.
 
 Admin actions, the sandbox test driver, cancellation and dispatch_due_orders all call
 apply_moves(). It locks the drops' rows (SELECT ... FOR UPDATE) before judging their
@@ -95,7 +95,7 @@ class MoveResult:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a move that finishes a drop ends it (DESIGN.md §14).
+    """How a move that finishes a drop ends it (docs/contract.md §14).
 
     `pins` are the PINs an operator entered, by drop id; the sandbox test driver
     `knows_pins`. A drop asking for a PIN is delivered only with the right one.
@@ -221,7 +221,7 @@ def _record_status_changes(moved: list[Drop], paths: dict, at: datetime) -> None
     """One order.status_changed event per step of every moved drop, in one statement.
 
     Each carries the drop's tracking entry as of that step (its status, its events so far,
-    its sequence) and the status before the step (DESIGN.md §11).
+    its sequence) and the status before the step (docs/contract.md §11).
     """
     if not moved:
         return

@@ -1,6 +1,6 @@
 """GET /orders and the dashboard's orders page: an account's drops as tracking entries, by page.
 
-Two orders (DESIGN.md §13):
+Two orders (docs/contract.md §13):
 
 - newest first, by (created_at, id) descending: for browsing. A drop keeps its place
   however often it moves, so paging never skips or repeats one that existed when the

@@ -1,4 +1,4 @@
-"""What the recipient's tracking page shows (DESIGN.md §14): one drop, and only what its
+"""What the recipient's tracking page shows (docs/contract.md §14): one drop, and only what its
 recipient may see.
 
 Status, ETA, proof and failure come from the drop's tracking entry (tracking.selectors), so

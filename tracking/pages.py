@@ -1,4 +1,4 @@
-"""The recipient's pages (DESIGN.md §14): /t/<token>, the tracking page, and /pod/<signed>,
+"""The recipient's pages (docs/contract.md §14): /t/<token>, the tracking page, and /pod/<signed>,
 a delivery photo. No login: the token or the signature is the key.
 
 Both answer every refusal (unknown, malformed, forged, expired) with the same plain 404 page,

@@ -1,4 +1,4 @@
-"""Proof of delivery (DESIGN.md §14): PIN checks and the signed URL of a delivery photo.
+"""Proof of delivery (docs/contract.md §14): PIN checks and the signed URL of a delivery photo.
 
 A photo is stored with Django's storage API (the default file system unless STORAGES says
 otherwise) and never served as a static file: only through /pod/<signed>, a URL signed with

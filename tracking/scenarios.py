@@ -1,4 +1,4 @@
-"""Sandbox scenarios (DESIGN.md §14): the test driver walks a drop by itself, one step every
+"""Sandbox scenarios (docs/contract.md §14): the test driver walks a drop by itself, one step every
 SANDBOX_STEP_SECONDS, and a simulated courier moves from pickup to drop along the way.
 
 A drop's row is the truth: `scenario_next_at` says when its next step is due (null: nothing

@@ -29,7 +29,7 @@ from orders.schema import DROP_STATUSES, Address, Pin
 from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
 from tracking.listing import SYNC_MARGIN
 
-# --- The tracking entry: the one shape of a drop (DESIGN.md §5) ------------------------
+# --- The tracking entry: the one shape of a drop (docs/contract.md §5) ------------------------
 
 
 class Party(serializers.Serializer):

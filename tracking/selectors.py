@@ -345,7 +345,7 @@ def _at(events: list[dict], status: str) -> str | None:
 
 
 def _proof(drop_id: str, method, received_by, photo, events: list[dict]) -> dict:
-    """How a DELIVERED drop was handed over (DESIGN.md §14)."""
+    """How a DELIVERED drop was handed over (docs/contract.md §14)."""
     return {
         "method": method or ProofMethod.NONE,
         "at": _at(events, DropStatus.DELIVERED),

@@ -141,7 +141,7 @@ class DriverRefused(Exception):
 
 def check_driver_for(*, drop_ids: list[UUID], driver: Driver) -> None:
     """Only an active driver drives, and the sandbox test driver drives sandbox drops only:
-    a live order is driven by a person (DESIGN.md §6, §20)."""
+    a live order is driven by a person (docs/contract.md §6, §20)."""
     if not driver.active:
         raise DriverRefused(f"{driver} is not active: choose an active driver. Nothing changed.")
     if driver.is_sandbox_test_driver and (

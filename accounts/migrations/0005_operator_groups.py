@@ -1,4 +1,4 @@
-"""The operator groups: Operators (day-to-day) and Finance (money), DESIGN.md §16.
+"""The operator groups: Operators (day-to-day) and Finance (money), docs/contract.md §16.
 
 The lists are frozen here on purpose: a later change to who may do what is a new migration.
 """

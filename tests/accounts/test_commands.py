@@ -1,4 +1,4 @@
-"""Operator commands (DESIGN.md §9): provision_business and seed_demo."""
+"""Operator commands (docs/contract.md §9): provision_business and seed_demo."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""API keys (DESIGN.md §2): format, stored as a digest, revocation, limits, last use, stages."""
+"""API keys (docs/contract.md §2): format, stored as a digest, revocation, limits, last use,
+stages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operator permissions (DESIGN.md §16): each onboarding move has its own, and the groups."""
+"""Operator permissions (docs/contract.md §16): each onboarding move has its own, and the groups."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from schemathesis.specs.openapi import checks as openapi_checks
 
 # A drop's phone and coordinates are typed in the schema so that generated clients type
 # them, but a wrong one is not a request-level 400: it rejects that drop (INVALID_PHONE,
-# INVALID_COORDINATES) inside a 200 (DESIGN.md §4).
+# INVALID_COORDINATES) inside a 200 (docs/contract.md §4).
 PER_DROP_FIELDS = {"phone", "lat", "long"}
 # The operations that take the bulk body (a quote decides it as bulk would).
 BULK_BODIES = {"/api/v1/orders/bulk", "/api/v1/orders/quote"}

@@ -1,4 +1,4 @@
-"""GET /api/v1/account exactly as DESIGN.md §5, and provisioning's billing options."""
+"""GET /api/v1/account exactly as docs/contract.md §5, and provisioning's billing options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Invoiced accounts (DESIGN.md §7): monthly accrual in the service time zone, close, pay."""
+"""Invoiced accounts (docs/contract.md §7): monthly accrual in the service time zone, close, pay."""
 
 from __future__ import annotations
 

@@ -143,7 +143,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(data=st.data(), same_key=st.booleans())
     def replay(self, data, same_key):
         # Under a new key only a batch that reserved its client_batch_id replays; a FAILED
-        # one reserved nothing and would be processed afresh (DESIGN.md §4).
+        # one reserved nothing and would be processed afresh (docs/contract.md §4).
         candidates = [s for s in self.sent if same_key or b'"status":"FAILED"' not in s[2]]
         assume(candidates)
         key, body, content = data.draw(st.sampled_from(candidates))

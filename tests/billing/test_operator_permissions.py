@@ -1,4 +1,5 @@
-"""Money in admin needs Finance's permissions (DESIGN.md §16): wallet entries and invoices."""
+"""Money in admin needs Finance's permissions (docs/contract.md §16): wallet entries and
+invoices."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pricing (DESIGN.md §7): base + per-km fee beyond the included km, haversine, half-up."""
+"""Pricing (docs/contract.md §7): base + per-km fee beyond the included km, haversine, half-up."""
 
 from __future__ import annotations
 

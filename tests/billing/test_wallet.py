@@ -1,4 +1,5 @@
-"""Wallet accounts (DESIGN.md §4 reason 8, §7): debits in submission order, an exact ledger."""
+"""Wallet accounts (docs/contract.md §4 reason 8, §7): debits in submission order, an exact
+ledger."""
 
 from __future__ import annotations
 

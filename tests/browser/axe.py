@@ -3,7 +3,8 @@
 `make test` fetches the pinned tarball from the npm registry (tests need no Node): its
 SHA-512 must match the registry's integrity value below, or nothing is kept. The engine is
 injected into the page by Playwright and run there; a test fails on any serious or critical
-violation (DESIGN.md: the dashboard, the admin index and the tracking page).
+violation (tests/browser/test_accessibility.py: the dashboard, the admin index and the
+tracking page).
 
     python tests/browser/axe.py     # fetch it now (what `make test-deps` does)
 """

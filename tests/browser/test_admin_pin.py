@@ -1,4 +1,4 @@
-"""Proof of delivery by PIN in the operator console, in a real browser (DESIGN.md §14)."""
+"""Proof of delivery by PIN in the operator console, in a real browser (docs/contract.md §14)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Which database errors are "the database is away" (503 SERVICE_UNAVAILABLE with Retry-After,
-DESIGN.md §3, §16) and which are a failed statement (500): core.middleware.database_unavailable.
+docs/contract.md §3, §16) and which are a failed statement (500):
+core.middleware.database_unavailable.
 
 Django hands the driver's error on wrapped in its own class, with the driver's as __cause__;
 the errors here are wrapped by Django's own DatabaseErrorWrapper, as a cursor would.

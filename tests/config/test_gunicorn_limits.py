@@ -1,7 +1,7 @@
 """Under a real gunicorn with gunicorn.conf.py, requests that realistic clients send — a long
 query string, a big cookie or JWT, many headers — reach Django and get our JSON envelope,
 not gunicorn's plain-text 414/431/400; and a chunked API body is refused with 411
-LENGTH_REQUIRED instead of being read as empty (DESIGN.md §3, docs/deployment.md §3).
+LENGTH_REQUIRED instead of being read as empty (docs/contract.md §3, docs/deployment.md §3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-key rate limits (DESIGN.md §3, §10): 429 RATE_LIMITED with Retry-After, RateLimit-* on
+"""Per-key rate limits (docs/contract.md §3, §10): 429 RATE_LIMITED with Retry-After, RateLimit-* on
 every counted answer, one counter per key and scope, exact under concurrency.
 
 Limits are lowered per test with the `settings` fixture; the throttle reads them per request.

@@ -1,4 +1,4 @@
-"""/readyz tells the task backlog (DESIGN.md §16): tasks due that no worker has started yet,
+"""/readyz tells the task backlog (docs/contract.md §16): tasks due that no worker has started yet,
 and how long the oldest has waited."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sending webhooks (DESIGN.md §11), in-process against a real receiver on loopback.
+"""Sending webhooks (docs/contract.md §11), in-process against a real receiver on loopback.
 
 `send_due_deliveries_of` is what the worker's task runs; calling it here is the worker's
 work minus the process (tests/events/test_worker_deliveries.py runs real workers). Every

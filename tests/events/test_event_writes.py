@@ -1,4 +1,4 @@
-"""Events at the choke points (DESIGN.md §11): written in the change's own transaction,
+"""Events at the choke points (docs/contract.md §11): written in the change's own transaction,
 set-based, one per batch and one per move, never for a change that rolled back."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The webhook settings (config/settings.py): defaults of DESIGN.md §11, bad values refused."""
+"""The webhook settings (config/settings.py): defaults of docs/contract.md §11, bad values
+refused."""
 
 from __future__ import annotations
 

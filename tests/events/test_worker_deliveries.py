@@ -1,4 +1,5 @@
-"""Webhooks delivered by real `manage.py db_worker` processes on PostgreSQL (DESIGN.md §11, §15).
+"""Webhooks delivered by real `manage.py db_worker` processes on PostgreSQL
+(docs/contract.md §11, §15).
 
 The workers run the production settings in their own processes (tests/workers.py), so each
 test passes what it changes as environment variables: loopback allowed (the receiver is on

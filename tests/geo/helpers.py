@@ -16,7 +16,7 @@ from tests.factories import drop, group
 
 PHNOM_PENH_TZ = ZoneInfo("Asia/Phnom_Penh")
 
-# Demo places of DESIGN.md §8 (seeded by the `region` fixture).
+# Demo places of docs/contract.md §8 (seeded by the `region` fixture).
 ROYAL_PALACE = {
     "complete_address": "Royal Palace, Phnom Penh",
     "city": "Phnom Penh",

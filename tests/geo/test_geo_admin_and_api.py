@@ -231,7 +231,7 @@ def test_service_areas_reads_a_constant_number_of_queries(region, alice, api):
     assert len(six_areas) == len(one_area)
 
 
-# --- the demo region: exactly DESIGN.md §8, safe to seed twice ---
+# --- the demo region: exactly docs/contract.md §8, safe to seed twice ---
 
 
 def test_seed_region_creates_the_demo_region_exactly(db):

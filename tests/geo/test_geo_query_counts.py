@@ -1,5 +1,5 @@
 """Speed as a contract: a 1000-drop batch over 50 addresses asks the geocoder about 50 of them,
-once, and runs the same number of SQL queries as a one-drop batch (DESIGN.md §4 "Speed")."""
+once, and runs the same number of SQL queries as a one-drop batch (docs/contract.md §4 "Speed")."""
 
 from __future__ import annotations
 

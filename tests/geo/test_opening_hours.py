@@ -1,4 +1,4 @@
-"""OUTSIDE_OPERATING_HOURS (DESIGN.md §4 rule 6): the pickup time, in the service time zone.
+"""OUTSIDE_OPERATING_HOURS (docs/contract.md §4 rule 6): the pickup time, in the service time zone.
 
 Opening hours are "opens" inclusive, "closes" exclusive, in settings.TIME_ZONE
 (Asia/Phnom_Penh, UTC+7). The demo area is open 07:00–21:00 every day.

@@ -1,4 +1,5 @@
-"""Scheduled pickups: SCHEDULE_IN_PAST, the initial status (DESIGN.md §6), dispatch_due_orders."""
+"""Scheduled pickups: SCHEDULE_IN_PAST, the initial status (docs/contract.md §6),
+dispatch_due_orders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""OUT_OF_SERVICE_AREA (DESIGN.md §4 rule 4), area shapes and edges, and precedence among 3–6."""
+"""OUT_OF_SERVICE_AREA (docs/contract.md §4 rule 4), area shapes and edges, and precedence among
+3–6."""
 
 from __future__ import annotations
 

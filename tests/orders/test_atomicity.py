@@ -1,4 +1,5 @@
-"""One batch is one transaction (DESIGN.md §4 'Atomicity'): a crash mid-batch leaves nothing."""
+"""One batch is one transaction (docs/contract.md §4 'Atomicity'): a crash mid-batch leaves
+nothing."""
 
 from __future__ import annotations
 

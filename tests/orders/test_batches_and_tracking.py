@@ -1,4 +1,5 @@
-"""GET /batches/<id> and POST /orders/tracking (DESIGN.md §5), per business and environment."""
+"""GET /batches/<id> and POST /orders/tracking (docs/contract.md §5), per business and
+environment."""
 
 from __future__ import annotations
 

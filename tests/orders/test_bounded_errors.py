@@ -1,4 +1,4 @@
-"""Hostile input stays a small, clear 4xx (DESIGN.md §3): bounded details, bounded nesting,
+"""Hostile input stays a small, clear 4xx (docs/contract.md §3): bounded details, bounded nesting,
 an envelope for every /api/ answer, ASCII-only phones and identifiers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-drop rejections inside a 200 (DESIGN.md §4), and the shape of the batch result."""
+"""Per-drop rejections inside a 200 (docs/contract.md §4), and the shape of the batch result."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Request-level 400s of POST /orders/bulk (DESIGN.md §4): every shape error, nothing stored."""
+"""Request-level 400s of POST /orders/bulk (docs/contract.md §4): every shape error, nothing
+stored."""
 
 from __future__ import annotations
 

@@ -186,7 +186,7 @@ def test_a_batch_waiting_on_an_id_that_ends_failed_is_processed_fresh(
     open_for_business, alice, first_batch_held
 ):
     # The first batch claims "B" and is held; the second waits on the claim. The first ends
-    # FAILED, which reserves nothing (DESIGN.md §4), so the second then goes through.
+    # FAILED, which reserves nothing (docs/contract.md §4), so the second then goes through.
     failing = batch(group(drop("F-1", lat=13.4125, long=103.8670)), client_batch_id="B")
     good = batch(group(drop("G-1")), client_batch_id="B")
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -1,4 +1,4 @@
-"""Geocoding never blocks or breaks another request (DESIGN.md §4, last bullet).
+"""Geocoding never blocks or breaks another request (docs/contract.md §4, last bullet).
 
 The geocoder runs before the batch transaction opens, before any claim or lock, and its
 cache rows commit in their own statement in a fixed order. Real threads on PostgreSQL.

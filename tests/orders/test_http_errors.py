@@ -1,4 +1,5 @@
-"""HTTP-level errors of the API (DESIGN.md §3): always the JSON envelope, never HTML or a 500."""
+"""HTTP-level errors of the API (docs/contract.md §3): always the JSON envelope, never HTML or
+a 500."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Idempotency of POST /orders/bulk (DESIGN.md §4): replays, 409s, scopes and the purge."""
+"""Idempotency of POST /orders/bulk (docs/contract.md §4): replays, 409s, scopes and the purge."""
 
 from __future__ import annotations
 
@@ -327,7 +327,7 @@ def test_after_purge_the_same_key_meets_the_client_batch_id(
         assert IdempotencyRecord.objects.get().batch == Batch.objects.get()
 
 
-# --- A FAILED batch reserves nothing (DESIGN.md §4) -------------------------------------------
+# --- A FAILED batch reserves nothing (docs/contract.md §4) ------------------------------------
 
 
 def test_a_failed_batch_frees_its_client_batch_id_for_a_new_key(open_for_business, alice, api):

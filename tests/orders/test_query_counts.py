@@ -1,4 +1,4 @@
-"""The pipeline is set-based (DESIGN.md §4 'Speed'): queries don't grow with the drops."""
+"""The pipeline is set-based (docs/contract.md §4 'Speed'): queries don't grow with the drops."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /orders/quote and quote_id in a bulk body (DESIGN.md §12): a quote is the batch's
+"""POST /orders/quote and quote_id in a bulk body (docs/contract.md §12): a quote is the batch's
 decisions without its writes, and a bulk body that names it pays its prices."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 operator or a failover would) answers a JSON 503 SERVICE_UNAVAILABLE with Retry-After (the
 database went away under the request: PostgreSQL says 57P01 for a terminated backend as for a
 shutdown), leaves no partial rows, and the retry with the same Idempotency-Key is processed
-fresh (DESIGN.md §3, §4 "Atomicity", §16).
+fresh (docs/contract.md §3, §4 "Atomicity", §16).
 """
 
 from __future__ import annotations

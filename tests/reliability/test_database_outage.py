@@ -1,4 +1,4 @@
-"""PostgreSQL going away under a real gunicorn (DESIGN.md §3, §16): a restart costs no
+"""PostgreSQL going away under a real gunicorn (docs/contract.md §3, §16): a restart costs no
 request, a stopped database is a JSON 503 with Retry-After (and /readyz says so while
 /healthz stays up), and service resumes by itself when it is back.
 

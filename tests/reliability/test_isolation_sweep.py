@@ -1,4 +1,4 @@
-"""Isolation sweep (DESIGN.md §1, §3, §5): every endpoint, asked by one business and
+"""Isolation sweep (docs/contract.md §1, §3, §5): every endpoint, asked by one business and
 environment about another's identifiers, answers 404 / NOT_FOUND and never shows data.
 
 Four scopes (alice and bob, each in sandbox and live) hold the same client_order_ids in a

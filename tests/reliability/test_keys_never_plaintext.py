@@ -1,4 +1,4 @@
-"""API keys are never stored in plaintext (DESIGN.md §2): only a SHA-256 digest and a hint.
+"""API keys are never stored in plaintext (docs/contract.md §2): only a SHA-256 digest and a hint.
 
 Keys are made every way the product makes them (provisioning, the service, the dashboard
 form) and used once, then the whole database is searched for them: every column of every

@@ -1,4 +1,4 @@
-"""Real `manage.py db_worker` processes on PostgreSQL (DESIGN.md §15): a worker runs what is
+"""Real `manage.py db_worker` processes on PostgreSQL (docs/contract.md §15): a worker runs what is
 enqueued, two workers' schedulers racing for the same slots enqueue each one once, and a
 worker SIGKILLed in the middle of a periodic job leaves nothing half-done for the next slot
 to finish.

@@ -1,5 +1,5 @@
 """A gunicorn worker SIGKILLed in the middle of a large batch leaves no partial rows, and the
-retry with the same Idempotency-Key is processed fresh (DESIGN.md §4 "Atomicity").
+retry with the same Idempotency-Key is processed fresh (docs/contract.md §4 "Atomicity").
 
 The worker dies while its batch's transaction has written thousands of rows. PostgreSQL
 never receives a COMMIT: as soon as the backend next talks to its client it finds the

@@ -1,4 +1,5 @@
-"""POST /orders/cancel (DESIGN.md §5): cancel before pickup, refund to the cent, free the id."""
+"""POST /orders/cancel (docs/contract.md §5): cancel before pickup, refund to the cent, free the
+id."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ETA of DESIGN.md §14, on fixed clocks for each status (tracking/eta.py).
+"""The ETA of docs/contract.md §14, on fixed clocks for each status (tracking/eta.py).
 
 The demo drop is ~1.66 km from its shop: at 25 km/h that is 3 min 59 s of travel.
 """
@@ -81,7 +81,7 @@ def test_tracking_entries_carry_the_eta_through_the_lifecycle(open_for_business,
 
 
 def _by_datetimes(model, *, pickup_time, picked_up_at, km, now):
-    """The model in plain datetime arithmetic, as DESIGN.md §14 words it."""
+    """The model in plain datetime arithmetic, as docs/contract.md §14 words it."""
     travel = timedelta(hours=km / model.speed_kmh)
     if picked_up_at is not None:
         dropoff = max(picked_up_at + travel + model.handling, now)

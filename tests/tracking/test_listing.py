@@ -1,4 +1,5 @@
-"""GET /orders and /batches over HTTP: order, filters, pages, cursors, isolation (DESIGN.md §13)."""
+"""GET /orders and /batches over HTTP: order, filters, pages, cursors, isolation
+(docs/contract.md §13)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dispatch and cancel in admin each need their own permission (DESIGN.md §16)."""
+"""Dispatch and cancel in admin each need their own permission (docs/contract.md §16)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The recipient's pages (DESIGN.md §14): /t/<token> and the delivery photo at /pod/<signed>.
+"""The recipient's pages (docs/contract.md §14): /t/<token> and the delivery photo at /pod/<signed>.
 
 What a recipient sees, what they must never see, when the page updates itself (and refreshes
 without JavaScript), the map's data, the limits per client address, and every bad link

@@ -1,4 +1,5 @@
-"""Proof of delivery in the operator console (DESIGN.md §14): PINs, photos, failure reasons."""
+"""Proof of delivery in the operator console (docs/contract.md §14): PINs, photos, failure
+reasons."""
 
 from __future__ import annotations
 
@@ -446,7 +447,7 @@ def test_mark_failed_without_a_reason_it_accepts_is_a_form_error(business, opera
     assert refreshed(drop).failure_reason is None
 
 
-# --- permissions (DESIGN.md §16)
+# --- permissions (docs/contract.md §16)
 
 
 def offered(client, changelist: str) -> set[str]:

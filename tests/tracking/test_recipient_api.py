@@ -1,4 +1,4 @@
-"""The recipient's side in the API (DESIGN.md §14): tracking links, delivery PINs, proof of
+"""The recipient's side in the API (docs/contract.md §14): tracking links, delivery PINs, proof of
 delivery and failure on tracking entries, and who may send a sandbox scenario."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The sandbox test driver (DESIGN.md §5): POST /sandbox/orders/advance and run_test_driver."""
+"""The sandbox test driver (docs/contract.md §5): POST /sandbox/orders/advance and
+run_test_driver."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sandbox scenarios (DESIGN.md §14): the test driver walks drops by itself.
+"""Sandbox scenarios (docs/contract.md §14): the test driver walks drops by itself.
 
 The runner (tracking/scenarios.py) is driven here on fixed clocks, step by step; then real
 `manage.py db_worker` processes walk whole scenarios on the real clock, webhooks included,

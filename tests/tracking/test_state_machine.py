@@ -1,4 +1,5 @@
-"""The one state machine of DESIGN.md §6: every legal move is made, every illegal one refused."""
+"""The one state machine of docs/contract.md §6: every legal move is made, every illegal one
+refused."""
 
 from __future__ import annotations
 

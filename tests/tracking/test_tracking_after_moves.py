@@ -1,4 +1,4 @@
-"""POST /orders/tracking (DESIGN.md §5) after moves: events, driver, price, pins, times."""
+"""POST /orders/tracking (docs/contract.md §5) after moves: events, driver, price, pins, times."""
 
 from __future__ import annotations
 
