@@ -193,3 +193,14 @@ def test_the_webhook_walkthroughs_receiver_is_clear_of_make_runs_ports():
     make_run = {"8000"} | set(re.findall(r"make run PORT=(\d+)", (ROOT / "README.md").read_text()))
     assert "9000" in make_run
     assert not make_run & set(receiver)
+
+
+def test_the_readme_starts_with_the_two_commands_and_keeps_history_elsewhere():
+    readme = (ROOT / "README.md").read_text()
+    first_block = readme.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert readme.index("```sh\n") < readme.index("\n## ")  # before any section
+    assert [line.split()[:2] for line in first_block.splitlines()] == [
+        ["make", "run"],
+        ["make", "test"],
+    ]
+    assert "docs/performance.md" in readme and (ROOT / "docs" / "performance.md").is_file()
