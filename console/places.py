@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.models import ADDITION, LogEntry
 from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -23,6 +24,7 @@ from geo.places import (
     ALIAS_SEPARATOR,
     MAX_FILE_BYTES,
     MAX_FILE_LABEL,
+    LoadedPlaces,
     PlacesFileUnreadable,
     load_places,
     read_places,
@@ -143,6 +145,13 @@ class PlaceAdmin(admin.ModelAdmin):
         except PlacesFileUnreadable as unreadable:  # cannot happen to a previewed file
             messages.error(request, " ".join(unreadable.messages))
             return redirect(reverse("admin:geo_place_load"))
+        if loaded.added:  # the console's log (Recent actions, each place's History)
+            LogEntry.objects.log_actions(
+                user_id=request.user.pk,
+                queryset=loaded.added,
+                action_flag=ADDITION,
+                change_message="Loaded from a CSV file.",
+            )
         messages.success(request, _loaded_sentence(loaded))
         return redirect(reverse("admin:geo_place_changelist"))
 
@@ -163,11 +172,11 @@ class PlaceAdmin(admin.ModelAdmin):
         )
 
 
-def _loaded_sentence(loaded) -> str:
+def _loaded_sentence(loaded: LoadedPlaces) -> str:
     if not loaded.added:
         return f"No place saved: all {loaded.left_out} row(s) of the file have problems."
     replaced = (
         f", replacing {loaded.replaced} with the same name and city" if loaded.replaced else ""
     )
     left_out = f"; {loaded.left_out} row(s) with problems were left out" if loaded.left_out else ""
-    return f"Saved {loaded.added} place(s) from the file{replaced}{left_out}."
+    return f"Saved {len(loaded.added)} place(s) from the file{replaced}{left_out}."

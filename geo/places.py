@@ -109,7 +109,7 @@ def read_places(data: bytes) -> PlacesFile:
 
 @dataclass(frozen=True, slots=True)
 class LoadedPlaces:
-    added: int
+    added: list[Place]  # as saved, with their ids
     replaced: int  # places of the list that rows replaced
     left_out: int  # rows with problems, not saved
 
@@ -130,16 +130,17 @@ def load_places(*, data: bytes) -> LoadedPlaces:
     replaced_ids = [pk for row in valid for pk, _ in existing.get(row.key, [])]
     if replaced_ids:
         Place.objects.filter(pk__any=replaced_ids).delete()
+    # Ids only grow and the lock keeps other writers out: the new places are those past it.
+    last_id = max((pk for same in existing.values() for pk, _ in same), default=0)
     insert_rows(
         Place,
         ("name", "aliases", "city", "lat", "long"),
         [(r.name, "\n".join(r.aliases), r.city, r.lat, r.long) for r in valid],
     )
+    added = list(Place.objects.filter(pk__gt=last_id).order_by("pk")) if valid else []
     if valid:
         forget_cached_results()  # cached "not found" answers may now be found
-    return LoadedPlaces(
-        added=len(valid), replaced=len(replaced_ids), left_out=len(places_file.invalid)
-    )
+    return LoadedPlaces(added=added, replaced=len(replaced_ids), left_out=len(places_file.invalid))
 
 
 def _places_by_key() -> dict[tuple[str, str], list[tuple[int, tuple[float, float]]]]:
