@@ -42,7 +42,8 @@ def approve(
     net_days: int = 30,
     actor=None,
 ) -> None:
-    """Approval sets billing and pricing together, and credits the sandbox wallet."""
+    """Approval sets billing and pricing together, and credits a prepaid business's sandbox
+    wallet."""
     business = Business.objects.select_for_update().get(pk=business.pk)
     if business.stage not in (Stage.REGISTERED, Stage.ACCESS_REQUESTED, Stage.REJECTED):
         raise OnboardingError(f"A business in stage {business.stage} cannot be approved.")
@@ -54,7 +55,9 @@ def approve(
     business.billing_model, business.net_days = billing_model, net_days
     business.stage, business.approved_at = Stage.APPROVED, timezone.now()
     business.save()
-    if settings.SANDBOX_STARTING_BALANCE > 0:
+    # An invoiced business's drops, sandbox ones too, go on invoices, never on its wallet:
+    # a credit there would be a balance nothing spends (docs/decisions.md, Issue 27).
+    if billing_model == BillingModel.WALLET and settings.SANDBOX_STARTING_BALANCE > 0:
         post_wallet_entry(
             business=business,
             environment=Environment.SANDBOX,

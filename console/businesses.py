@@ -403,7 +403,8 @@ class BusinessAdmin(admin.ModelAdmin):
             except services.OnboardingError as exc:
                 messages.error(request, str(exc))
             else:
-                messages.success(request, self._approved(business))
+                billing_model = form.cleaned_data["billing_model"]
+                messages.success(request, self._approved(business, billing_model))
                 record(request, [business], approval_logged(form.cleaned_data))
                 return self._back(business)
         return self._page(
@@ -419,7 +420,13 @@ class BusinessAdmin(admin.ModelAdmin):
         )
 
     @staticmethod
-    def _approved(business: Business) -> str:
+    def _approved(business: Business, billing_model: str) -> str:
+        if billing_model == BillingModel.INVOICED:
+            return (
+                f"{business} approved; billed by invoice, their sandbox orders go on a sandbox "
+                "invoice that is never billed, so their sandbox wallet was not credited. They "
+                "can make sandbox keys now."
+            )
         if settings.SANDBOX_STARTING_BALANCE > 0:
             return (
                 f"{business} approved; the sandbox wallet was credited. With "

@@ -36,14 +36,18 @@ def provision_business(
     billing: str = BillingModel.WALLET,
     stage: str = "live",
     live_balance: Decimal = Decimal("0.00"),
-    sandbox_balance: Decimal = Decimal("100.00"),
+    sandbox_balance: Decimal | None = None,
     base_fee: Decimal = Decimal("2.00"),
     per_km_fee: Decimal = Decimal("0.50"),
     included_km: Decimal = Decimal("0"),
     net_days: int = 30,
     key_label: str = "provisioned",
 ) -> Provisioned:
-    """Walk a new business through onboarding up to `stage`, minting the keys it allows."""
+    """Walk a new business through onboarding up to `stage`, minting the keys it allows.
+
+    `sandbox_balance` None: 100.00 for a prepaid business, nothing for an invoiced one, whose
+    sandbox drops go on a sandbox invoice (as approval does: billing.onboarding.approve).
+    """
     target = STAGES[stage]
     business = onboarding.create_business(name=name, email=email)
     if target == Stage.REGISTERED:
@@ -60,7 +64,10 @@ def provision_business(
         net_days=net_days,
     )
     business.refresh_from_db()
-    set_balance(business=business, environment=Environment.SANDBOX, balance=sandbox_balance)
+    if sandbox_balance is None and billing == BillingModel.WALLET:
+        sandbox_balance = Decimal("100.00")
+    if sandbox_balance is not None:
+        set_balance(business=business, environment=Environment.SANDBOX, balance=sandbox_balance)
     sandbox_key = services.create_api_key(
         business=business, environment=Environment.SANDBOX, label=key_label
     ).plaintext

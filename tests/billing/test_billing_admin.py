@@ -58,13 +58,14 @@ def messages_of(response) -> list[str]:
 def test_approve_form_sets_billing_pricing_and_terms_and_credits_the_sandbox(
     admin_client, admin_user, applicant
 ):
-    response = admin_client.post(approve_url(applicant), APPROVAL)
+    # A prepaid business: an invoiced one gets no sandbox credit (test_invoiced_sandbox.py).
+    response = admin_client.post(approve_url(applicant), {**APPROVAL, "billing_model": "wallet"})
 
     assert response.status_code == 302
     assert response.url == reverse("admin:accounts_business_change", args=[applicant.pk])
     business = Business.objects.select_related("pricing_plan").get(pk=applicant.pk)
     assert business.stage == Stage.APPROVED
-    assert (business.billing_model, business.net_days) == (BillingModel.INVOICED, 45)
+    assert (business.billing_model, business.net_days) == (BillingModel.WALLET, 45)
     plan = business.pricing_plan
     assert (plan.base_fee, plan.per_km_fee, plan.included_km) == (
         Decimal("1.50"),

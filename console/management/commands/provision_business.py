@@ -38,7 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--billing", choices=["wallet", "invoiced"], default="wallet")
         parser.add_argument("--stage", choices=list(STAGES), default="live")
         parser.add_argument("--live-balance", type=_money, default=Decimal("0.00"))
-        parser.add_argument("--sandbox-balance", type=_money, default=Decimal("100.00"))
+        parser.add_argument(
+            "--sandbox-balance",
+            type=_money,
+            default=None,
+            help="Default: 100.00 with --billing wallet; none with invoiced (it is not spent).",
+        )
         parser.add_argument("--base-fee", type=_money, default=Decimal("2.00"))
         parser.add_argument("--per-km-fee", type=_money, default=Decimal("0.50"))
         parser.add_argument("--included-km", type=_money, default=Decimal("0"))
