@@ -25,6 +25,12 @@ MAX_ID = 100
 MAX_NAME = 200
 MAX_WAYBILL = 200
 MAX_ADDRESS_PART = 500
+# An address is stored and sent back with its drop, so it is bounded as a whole too: with
+# the text limits above, every tracking entry and event has a known worst size (docs/api.md,
+# Limits). 20 fields of 50-character names leave room for any postal format.
+MAX_ADDRESS_FIELDS = 20
+MAX_ADDRESS_FIELD_NAME = 50
+MAX_ADDRESS_CHARS = 1000  # names and values together
 MAX_BATCHES_PAGE = 500
 SANDBOX_SCENARIOS = ("manual", "deliver", "fail", "cancel_by_courier")
 _EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
@@ -158,17 +164,27 @@ class _Errors:
         if not isinstance(value, dict):
             self.add(path, "Must be an object of strings.")
             return None
+        if len(value) > MAX_ADDRESS_FIELDS:  # refused before any field is read
+            self.add(path, f"At most {MAX_ADDRESS_FIELDS} fields; got {len(value)}.")
+            return None
         valid = True
+        size = 0
         for key, part in value.items():
-            if _is_address_part(key, part):
-                continue
-            valid = False
-            if self.full:  # past the cap only the count matters: no path, no message
-                self.more += 1
+            if not 0 < len(key) <= MAX_ADDRESS_FIELD_NAME or "\x00" in key:
+                # The name is not echoed in the path: it may be what is wrong with it.
+                self.add(path, _BAD_FIELD_NAME)
+                valid = False
+            elif isinstance(part, str) and len(part) <= MAX_ADDRESS_PART and "\x00" not in part:
+                size += len(key) + len(part)
             elif isinstance(part, str):
-                self.add(f"{path}.{key}", "Must be a string of at most 500 characters without NUL.")
+                self.add(f"{path}.{key}", _BAD_ADDRESS_PART)
+                valid = False
             else:
                 self.add(f"{path}.{key}", "Must be a string.")
+                valid = False
+        if valid and size > MAX_ADDRESS_CHARS:
+            self.add(path, f"At most {MAX_ADDRESS_CHARS} characters in all; got {size}.")
+            return None
         return value if valid else None
 
     def verification(self, obj: dict, path: str) -> bool:
@@ -224,13 +240,8 @@ class _Errors:
         return moment.astimezone(UTC)
 
 
-def _is_address_part(key: str, part: Any) -> bool:
-    return (
-        isinstance(part, str)
-        and len(part) <= MAX_ADDRESS_PART
-        and "\x00" not in part
-        and "\x00" not in key
-    )
+_BAD_FIELD_NAME = f"Field names must be 1 to {MAX_ADDRESS_FIELD_NAME} characters, without NUL."
+_BAD_ADDRESS_PART = f"Must be a string of at most {MAX_ADDRESS_PART} characters without NUL."
 
 
 def parse_batch(body: Any) -> BatchIn:

@@ -31,6 +31,9 @@ from core.openapi import (
 from core.serializers import NO_NUL, optional_text, text
 from orders.decisions import Reason
 from orders.inputs import (
+    MAX_ADDRESS_CHARS,
+    MAX_ADDRESS_FIELD_NAME,
+    MAX_ADDRESS_FIELDS,
     MAX_ADDRESS_PART,
     MAX_ID,
     MAX_NAME,
@@ -58,8 +61,10 @@ class Address(serializers.Serializer):
 
 
 _ADDRESS_HELP = (
-    "An object of strings (each at most 500 characters, no NUL); other string fields are "
-    "kept too. Used when no coordinates are given: forward-geocoded, and the pin is echoed "
+    f"An object of strings (each at most {MAX_ADDRESS_PART} characters, no NUL); other string "
+    f"fields are kept too: at most {MAX_ADDRESS_FIELDS} fields, names of 1 to "
+    f"{MAX_ADDRESS_FIELD_NAME} characters, {MAX_ADDRESS_CHARS} characters in all (names and "
+    "values). Used when no coordinates are given: forward-geocoded, and the pin is echoed "
     "as resolved_pin. null counts as absent."
 )
 _PHONE_HELP = (
@@ -419,6 +424,7 @@ BATCHES = operation(
 def describe_address(result, generator, request, public):
     """Postprocessing hook: a serializer cannot say "any other field, if it is a string"."""
     address = result["components"]["schemas"]["Address"]
+    address["maxProperties"] = MAX_ADDRESS_FIELDS
     address["additionalProperties"] = {
         "type": "string",
         "maxLength": MAX_ADDRESS_PART,
