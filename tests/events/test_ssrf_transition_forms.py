@@ -100,7 +100,7 @@ def test_a_name_that_resolves_to_each_form_is_refused_at_save(
 def test_a_delivery_to_a_name_that_now_resolves_to_each_form_is_refused(
     alice, production_urls, monkeypatch, webhook_receiver, address, carried
 ):
-    from events.delivery import send_due_deliveries_of
+    from events.tasks import send_due_deliveries_of
 
     # Saved while the name was public (or before the rule); it now answers the form.
     endpoint = make_endpoint(alice, f"https://rebound.example:{webhook_receiver.port}/h")
