@@ -33,6 +33,12 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the virtualenv's bin/: gunicorn sits beside python
 
 
+def say(line: str) -> None:
+    """Print, unless the terminal has gone (a hangup): stopping the children comes first."""
+    with contextlib.suppress(OSError):
+        print(line, flush=True)
+
+
 def die_with_parent(parent: int) -> None:
     """Ask the kernel for SIGTERM when `parent` dies; exit now if it has died already."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -72,7 +78,7 @@ def stop_all(children: list[subprocess.Popen]) -> None:
         try:
             child.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            print(f"serve: pid {child.pid} still running after {GRACE_SECONDS:.0f} s, killed")
+            say(f"serve: pid {child.pid} still running after {GRACE_SECONDS:.0f} s, killed")
         # Whatever the child left in its group (a gunicorn worker whose master was killed).
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
@@ -84,7 +90,7 @@ def supervise(children: dict[str, subprocess.Popen], signals: Signals) -> int:
     while not signals.received:
         for name, child in children.items():
             if (code := child.poll()) is not None:
-                print(f"serve: {name} exited ({code}); stopping the rest", flush=True)
+                say(f"serve: {name} exited ({code}); stopping the rest")
                 return code or 1
         time.sleep(POLL_SECONDS)
     return 128 + signals.received[0]
@@ -101,10 +107,9 @@ def main() -> int:
     children: dict[str, subprocess.Popen] = {}
     try:
         children["db_worker"] = start([sys.executable, "manage.py", "db_worker", "--no-reload"])
-        print(
+        say(
             f"Worker:      manage.py db_worker, pid {children['db_worker'].pid}"
-            " (tasks, webhooks, periodic jobs)",
-            flush=True,
+            " (tasks, webhooks, periodic jobs)"
         )
         gunicorn = [str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "config.wsgi"]
         gunicorn += ["--bind", args.bind, "--workers", args.workers, "--access-logfile", "-"]

@@ -180,3 +180,42 @@ def test_stopping_make_run_leaves_nothing_running(clone, tmp_path, stop):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         make.wait()
+
+
+def running_in(directory: Path) -> list[str]:
+    """The live processes whose working directory is `directory` (all that make run starts)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            here = entry.name.isdigit() and os.readlink(entry / "cwd") == str(directory)
+            if here and read_stat(int(entry.name)):
+                found.append(entry.name)
+    return command_lines({(int(pid), "") for pid in found})
+
+
+def test_make_run_on_a_taken_port_says_so_and_leaves_nothing(clone, tmp_path):
+    """gunicorn cannot bind: make run fails with gunicorn's reason, and the task worker it
+    started beside gunicorn is stopped too (a child's exit stops the rest)."""
+    log = tmp_path / "make-run.log"
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind((HOST, 0))
+        taken.listen()
+        make = start_make_run(clone, taken.getsockname()[1], log)
+        try:
+            assert make.wait(timeout=START_SECONDS) != 0
+        finally:
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+                make.wait()
+    output = log.read_text(errors="replace")
+    assert "Connection in use" in output
+    assert "serve: gunicorn exited" in output
+    deadline = time.monotonic() + STOP_SECONDS
+    while running_in(clone.resolve()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = running_in(clone.resolve())
+    for line in left:  # nothing left by a failure either
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert left == []
