@@ -204,3 +204,15 @@ def test_the_readme_starts_with_the_two_commands_and_keeps_history_elsewhere():
         ["make", "test"],
     ]
     assert "docs/performance.md" in readme and (ROOT / "docs" / "performance.md").is_file()
+
+
+def test_base_means_the_api_root_in_every_guide():
+    """`BASE` is `…/api/v1` wherever a guide sets it, so one guide's examples work in another."""
+    guides = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    settings_of_base = [
+        (path.name, value)
+        for path in guides
+        for value in re.findall(r"\bBASE(?:, \w+)? ?= ?\(?\"?([^\s\",]+)", path.read_text())
+    ]
+    assert len(settings_of_base) >= 4  # README, api.md, sandbox.md, webhooks.md
+    assert [s for s in settings_of_base if not s[1].endswith("/api/v1")] == []
