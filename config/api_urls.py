@@ -75,6 +75,7 @@ urlpatterns = [
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(), name="api-docs"),
     path("guide/", api_guide, name="api-guide"),
+    path("guide", api_guide),  # paths answer with or without the slash, never redirected
     path("guide/<slug:name>.md", api_guide, name="api-guide-page"),
     re_path(r"^(?P<rest>.*)$", unknown_path),
 ]

@@ -147,6 +147,7 @@ def test_the_guide_is_served_beside_the_schema():
     assert guide.status_code == 200
     assert guide["Content-Type"] == "text/plain; charset=utf-8"
     assert guide.content == GUIDE.read_bytes()
+    assert client.get("/api/v1/guide").content == GUIDE.read_bytes()  # no redirect either
     # Its links to the other guides are relative (webhooks.md): they resolve here too.
     assert "(webhooks.md)" in GUIDE.read_text()
     webhooks = client.get("/api/v1/guide/webhooks.md")
