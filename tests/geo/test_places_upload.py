@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.contrib.admin.models import ADDITION, LogEntry
+from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -292,3 +293,21 @@ def test_a_batch_resolves_an_address_by_a_loaded_places_alias(
     assert pins["ALIAS"]["resolved_pin"] == {"lat": WAT_PHNOM[0], "long": WAT_PHNOM[1]}
     assert pins["NAME"]["resolved_pin"] == pins["ALIAS"]["resolved_pin"]
     assert pins["MONUMENT"]["resolved_pin"] == {"lat": 11.5564, "long": 104.9282}
+
+
+def test_deleting_places_in_bulk_forgets_the_cached_answers(loader, region):
+    GeocodeResult.objects.create(provider="gazetteer", key="royal palace phnom penh||", found=True)
+    palace = Place.objects.get(name="Royal Palace, Phnom Penh")
+    superuser = Client()
+    superuser.force_login(
+        get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    )
+
+    response = superuser.post(
+        "/admin/geo/place/",
+        {"action": "delete_selected", "_selected_action": [palace.pk], "post": "yes"},
+    )
+
+    assert response.status_code == 302
+    assert not Place.objects.filter(pk=palace.pk).exists()
+    assert GeocodeResult.objects.count() == 0
