@@ -6,21 +6,28 @@ ahead, so a worker killed mid-send leaves it due again when the lease runs out, 
 sweep (events.tasks.sweep_deliveries) asks a new worker to send it. Delivery is therefore
 at least once; receivers deduplicate on `webhook-id`.
 
-A worker runs one task at a time, so a hanging or slow endpoint must not hold workers:
-- an endpoint has one sender at a time (`_take_turn`); its other tasks return at once;
+A worker runs one task at a time, and a send to a receiver that never answers holds it for
+WEBHOOK_TIMEOUT_SECONDS, so what one business can hold of the workers is bounded
+(docs/webhooks.md, "How we send"; docs/decisions.md, Issue 27):
+- a sender takes a turn (`_take_turn`): one per endpoint, and at most SENDERS_PER_BUSINESS
+  per business at once, counted in the turn's claim; a task refused a turn returns at once;
+- a sender yields to its business's other waiting endpoints after each batch, and hands its
+  turn on to the one waiting longest when it ends (`NextTask`), so they take turns;
 - a sender stops at its endpoint's first timeout and pauses the endpoint (`_pause_for`):
-  its next attempt, one probe, waits for the pause to end, not for each new event;
+  its next attempt, one probe, waits for the pause to end whatever is asked meanwhile;
 - a sender starts no attempt after `send_budget()` and leaves the rest to a new task at
   the back of the queue, so a slow endpoint takes turns with the others.
-The limit that remains: a hanging endpoint holds one worker for up to
-WEBHOOK_TIMEOUT_SECONDS (plus the name lookup, which no socket timeout bounds) once per
-pause, so as many endpoints starting to hang at once as there are workers delay everyone
-else's deliveries by that much. Run more workers than endpoints you expect to hang together.
+So a business whose receivers all hang holds SENDERS_PER_BUSINESS workers at most; the
+others deliver on the rest. Run more workers than that times the businesses you expect to
+hang at the same time.
+
+This module sends and says what comes next (`Sent.next_tasks`); events.tasks enqueues it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import socket
 import ssl
@@ -33,9 +40,9 @@ from urllib.parse import SplitResult
 import orjson
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import exclusive_transaction
 from standardwebhooks.webhooks import Webhook
 
@@ -47,6 +54,12 @@ USER_AGENT = "delivery-orders-webhooks/1"
 BATCH_SIZE = 50  # deliveries claimed at a time
 EXCERPT_BYTES = 1024  # of each response, kept in the attempt log
 ERROR_CHARS = 500  # DeliveryAttempt.error
+# Endpoints of one business (both environments) sent to at once: what its receivers can
+# hold of the workers if they all hang. One, so that the two workers of docs/scaling.md
+# always keep one for everyone else (docs/webhooks.md, "How we send").
+SENDERS_PER_BUSINESS = 1
+# A timed-out endpoint's pause grows with each timed-out probe up to this (`_pause_for`).
+LONGEST_PAUSE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,49 +78,109 @@ class Outcome:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-def send_due_deliveries_of(endpoint_id) -> int:
-    """Send this endpoint's due deliveries; return how many attempts were made.
+@dataclass(frozen=True, slots=True)
+class NextTask:
+    """A send task to ask for: `at` None is now, at the back of the queue."""
 
-    One sender per endpoint at a time (`_take_turn`): a task that finds the turn taken
-    returns at once, and the sender sends what that task was asked for. So an endpoint
-    that hangs holds one worker, never all of them. Before returning, the sender asks for
-    the task that goes on: at once if its budget ran out, when the pause ends if the
-    endpoint timed out, and at the earliest retry it scheduled (a retry is made on time,
-    not at the next sweep).
+    endpoint_id: object
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What one task's sending came to: attempts made, and the tasks that go on from it."""
+
+    attempted: int
+    next_tasks: tuple[NextTask, ...]
+
+
+def send_due(endpoint_id) -> Sent:
+    """Send this endpoint's due deliveries, in turns; the attempts and the tasks to ask for.
+
+    A task refused a turn (`_take_turn`: the endpoint's or its business's senders are busy,
+    it is paused or off) returns at once: the sender in its turn sends what it was asked
+    for, or hands the turn on to it. The tasks that go on: this endpoint's, at once if the
+    budget ran out or it yielded to its business's other endpoints, when the pause ends if
+    it timed out, at the earliest retry it scheduled; and the business's endpoint waiting
+    longest, now that the turn is free.
     """
     run = _Run(started=time.monotonic())
-    while not run.stopped and _take_turn(endpoint_id):
+    waiting = None
+    while not run.stopped and (business_id := _take_turn(endpoint_id)) is not None:
         try:
             endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id).first()
-            while endpoint is not None and (
-                claimed := claim_due(endpoint_id=endpoint.pk, limit=BATCH_SIZE)
+            while (
+                endpoint is not None
+                and not run.stopped
+                and (claimed := claim_due(endpoint_id=endpoint.pk, limit=BATCH_SIZE))
             ):
                 endpoint = run.send(endpoint, claimed)
+                if endpoint is not None and _longest_waiting(business_id, but=endpoint_id):
+                    run.yield_turn()  # its business's other endpoints go first
         finally:
             _end_turn(endpoint_id)
+        waiting = _longest_waiting(business_id, but=endpoint_id)
         # A task that came while we held the turn left its deliveries to us: look again
-        # now the turn is free, or they would wait for the sweep.
+        # now the turn is free, or they would wait for the sweep; unless others of the
+        # business wait, whose turn it is.
+        if waiting is not None:
+            if not run.stopped and _has_due(endpoint_id):
+                run.yield_turn()
+            break
         if not _has_due(endpoint_id):
             break
-    run.ask_for_the_next_task(endpoint_id)
-    return run.attempted
+    handed_on = () if waiting is None else (NextTask(waiting),)
+    return Sent(run.attempted, handed_on + run.next_tasks(endpoint_id))
 
 
-def _take_turn(endpoint_id) -> bool:
-    """Become the endpoint's one sender, until the end of the turn or the lease.
+def _take_turn(endpoint_id):
+    """Become one of the endpoint's business's senders; its business's id, or None if refused.
 
-    A conditional UPDATE, so two tasks cannot both win; a sender killed mid-turn holds it
-    only until the lease ends (as it holds its claimed deliveries). A disabled or paused
-    endpoint gives no turn.
+    The turn lasts until `_end_turn` or the lease, whichever is first: a sender killed
+    mid-turn holds it only until the lease ends (as it holds its claimed deliveries). A
+    disabled or paused endpoint gives no turn; nor does one with a sender, or whose
+    business has SENDERS_PER_BUSINESS of them. The business's senders are counted in the
+    conditional UPDATE that takes the turn, under a per-business lock held for this short
+    transaction (`_lock_senders_of`), so two endpoints of a business cannot both take its
+    last place.
     """
     now = timezone.now()
-    return (
-        WebhookEndpoint.objects.filter(pk=endpoint_id, enabled=True)
-        .exclude(paused_until__gt=now)
-        .filter(Q(sending_until__isnull=True) | Q(sending_until__lte=now))
-        .update(sending_until=now + timedelta(seconds=lease_seconds()))
-        == 1
-    )
+    with exclusive_transaction():  # on SQLite, which has no advisory lock: one at a time
+        business_id = (
+            WebhookEndpoint.objects.filter(pk=endpoint_id)
+            .values_list("business_id", flat=True)
+            .first()
+        )
+        if business_id is None:
+            return None
+        _lock_senders_of(business_id)
+        senders = (
+            WebhookEndpoint.objects.filter(business_id=business_id, sending_until__gt=now)
+            .order_by()
+            .values("business_id")
+            .annotate(count=Count("pk"))
+            .values("count")
+        )
+        taken = (
+            WebhookEndpoint.objects.filter(pk=endpoint_id, enabled=True)
+            .exclude(paused_until__gt=now)
+            .filter(Q(sending_until__isnull=True) | Q(sending_until__lte=now))
+            .alias(senders=Coalesce(Subquery(senders), 0))
+            .filter(senders__lt=SENDERS_PER_BUSINESS)
+            .update(sending_until=now + timedelta(seconds=lease_seconds()))
+        )
+    return business_id if taken == 1 else None
+
+
+def _lock_senders_of(business_id) -> None:
+    """Until commit, the lock that serialises turn-taking among one business's endpoints."""
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.blake2b(f"webhook-senders:{business_id}".encode(), digest_size=8)
+    key = int.from_bytes(digest.digest(), "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 def _end_turn(endpoint_id) -> None:
@@ -120,14 +193,34 @@ def _has_due(endpoint_id) -> bool:
     ).exists()
 
 
+def _longest_waiting(business_id, *, but):
+    """The business's endpoint (other than `but`) whose oldest due delivery is oldest, among
+    those that could take a turn now (on, not paused, no sender); None if none waits."""
+    now = timezone.now()
+    due = Delivery.objects.filter(
+        endpoint=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+    ).order_by("id")
+    return (
+        WebhookEndpoint.objects.filter(business_id=business_id, enabled=True)
+        .exclude(pk=but)
+        .exclude(paused_until__gt=now)
+        .exclude(sending_until__gt=now)
+        .filter(Exists(due))
+        .alias(oldest=Subquery(due.values("id")[:1]))
+        .order_by("oldest")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 @dataclass
 class _Run:
     """One task's sending for one endpoint, and what it leaves to the next task."""
 
     started: float
     attempted: int = 0
-    stopped: bool = False  # the budget ran out, or the endpoint timed out or is gone
-    resume_at: datetime | None = None  # a new task goes on from here (budget spent, paused)
+    stopped: bool = False  # budget spent, yielded, or the endpoint timed out or is gone
+    resume_at: datetime | None = None  # a new task goes on from here (budget, yield, pause)
     retry_at: datetime | None = None  # the earliest retry scheduled by this run
 
     def send(self, endpoint: WebhookEndpoint, claimed: list[Delivery]) -> WebhookEndpoint | None:
@@ -153,15 +246,22 @@ class _Run:
                 return self.stop()
         return endpoint
 
+    def yield_turn(self) -> None:
+        """Stop here; a new task at the back of the queue goes on with what is left."""
+        self.resume_at = timezone.now()
+        self.stop()
+
     def stop(self) -> None:
         self.stopped = True
 
-    def ask_for_the_next_task(self, endpoint_id) -> None:
+    def next_tasks(self, endpoint_id) -> tuple[NextTask, ...]:
+        tasks = []
         if self.resume_at is not None:
-            _continue_later(endpoint_id, at=self.resume_at)
+            tasks.append(NextTask(endpoint_id, at=self.resume_at))
         # A retry before resume_at is sent by that task; only a later one needs its own.
         if self.retry_at is not None and (self.resume_at is None or self.retry_at > self.resume_at):
-            _continue_later(endpoint_id, at=self.retry_at)
+            tasks.append(NextTask(endpoint_id, at=self.retry_at))
+        return tuple(tasks)
 
 
 def _is_paused(endpoint: WebhookEndpoint, now: datetime) -> bool:
@@ -219,41 +319,23 @@ def release(deliveries: list[Delivery]) -> None:
     ).update(next_attempt_at=now, updated_at=now)
 
 
-def _continue_later(endpoint_id, *, at: datetime | None) -> None:
-    from events.tasks import send_due_deliveries  # the task module imports this one
-
-    # run_after orders a task before those without one once due: "now" would jump the queue.
-    due_now = at is None or at <= timezone.now()
-    task = send_due_deliveries if due_now else send_due_deliveries.using(run_after=at)
-    task.enqueue(str(endpoint_id))
-
-
 def endpoints_to_sweep() -> list:
-    """Enabled, unpaused endpoints with a due delivery, no sender and no task waiting.
+    """Enabled, unpaused endpoints with a due delivery and no sender.
 
-    A task already queued will send them, and so will a sender in its turn; a running task
-    is not counted, since a worker killed mid-task leaves its task marked running for ever
-    (its turn ends with its lease).
+    A sender in its turn will send them (events.tasks.sweep_deliveries leaves out those
+    with a task queued); a running task is not counted, since a worker killed mid-task
+    leaves its task marked running for ever (its turn ends with its lease).
     """
-    from events.tasks import send_due_deliveries  # the task module imports this one
-
     now = timezone.now()
     due = Delivery.objects.filter(
         endpoint=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now
     )
-    endpoint_ids = list(
+    return list(
         WebhookEndpoint.objects.filter(Exists(due), enabled=True)
         .exclude(paused_until__gt=now)
         .exclude(sending_until__gt=now)
         .values_list("pk", flat=True)
     )
-    queued = set(
-        DBTaskResult.objects.ready()  # runnable now: a retry's task hours ahead does not count
-        .filter(task_path=send_due_deliveries.module_path)
-        .values_list("args_kwargs__args__0", flat=True)
-        .distinct()
-    )
-    return [pk for pk in endpoint_ids if str(pk) not in queued]
 
 
 # Sending --------------------------------------------------------------------------------
@@ -478,11 +560,15 @@ def _disable(endpoint: WebhookEndpoint, now: datetime) -> None:
 
 
 def _pause_for(endpoint: WebhookEndpoint, now: datetime) -> timedelta:
-    """As long as the endpoint has been failing, within the retry schedule's bounds.
+    """As long as the endpoint has been failing, at least the schedule's first step and at
+    most LONGEST_PAUSE.
 
     The first timeout pauses it about as long as the attempt took (10 s); each timed-out
-    probe after that about doubles the pause, up to the schedule's longest step (10 h).
+    probe after that about doubles the pause, up to LONGEST_PAUSE: nothing lifts a pause
+    (a test or a resend queues behind it), so a receiver fixed meanwhile waits that long
+    at most for its next delivery (docs/decisions.md, Issue 27).
     """
     schedule = settings.WEBHOOK_RETRY_SCHEDULE
     failing_for = (now - (endpoint.failing_since or now)).total_seconds()
-    return timedelta(seconds=min(max(failing_for, schedule[0]), max(schedule)))
+    longest = min(max(schedule), LONGEST_PAUSE.total_seconds())
+    return timedelta(seconds=min(max(failing_for, schedule[0]), longest))

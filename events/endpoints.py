@@ -143,11 +143,11 @@ def update_endpoint(
         endpoint.description = description
     if enabled is not None:
         if enabled and not endpoint.enabled:
-            # A fresh start: the automatic switch-off counts failures from now on, and a
-            # pause left by a timeout before it was switched off no longer holds.
+            # A fresh start for the automatic switch-off, which counts failures from now
+            # on. A pause left by a timeout still holds (switching off and on again must
+            # not lift it: docs/webhooks.md, "How we send"); it ends by itself.
             endpoint.disabled_reason = ""
             endpoint.failing_since = None
-            endpoint.paused_until = None
         elif not enabled and endpoint.enabled:
             # The endpoint's row is locked first, as events.delivery.record does.
             Delivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING).update(
@@ -162,7 +162,6 @@ def update_endpoint(
             "enabled",
             "disabled_reason",
             "failing_since",
-            "paused_until",
         ]
     )
     return endpoint
@@ -196,6 +195,7 @@ def send_test_event(*, endpoint: WebhookEndpoint, at: datetime) -> Event:
 
     Written as any event is (an outbox row and its delivery, sent by the workers), but
     not through record_events, which would deliver it to every endpoint that wants it.
+    Its delivery queues behind the endpoint's pause, if it has one (`_due_after_pause`).
     """
     endpoint = _locked(endpoint)
     if not endpoint.enabled:
@@ -213,27 +213,34 @@ def send_test_event(*, endpoint: WebhookEndpoint, at: datetime) -> Event:
         created_at=at,
     )
     Delivery.objects.create(
-        event=event, endpoint=endpoint, next_attempt_at=at, created_at=at, updated_at=at
+        event=event,
+        endpoint=endpoint,
+        next_attempt_at=_due_after_pause(endpoint, at),
+        created_at=at,
+        updated_at=at,
     )
-    _probe_now(endpoint)
     on_new_deliveries(endpoint)
     return event
 
 
-def _probe_now(endpoint: WebhookEndpoint) -> None:
-    """Lift a pause after a timeout (events.delivery): asked by hand, it is tried now.
+def _due_after_pause(endpoint: WebhookEndpoint, at: datetime) -> datetime:
+    """When a test or a resend asked for at `at` is due: then, or when the endpoint's pause
+    ends if it is paused after a timeout (events.delivery).
 
-    The business clicked because it fixed its receiver; a receiver still hanging costs
-    one attempt and is paused again.
+    Asking never lifts the pause: otherwise each ask would cost a hanging receiver's full
+    timeout, once per click, and its business could keep workers busy at will
+    (docs/decisions.md, Issue 27). The task asked for now finds the pause and returns; the
+    one the sender asked for at the pause's end sends it, in creation order with the rest.
     """
-    if endpoint.paused_until is not None:
-        endpoint.paused_until = None
-        endpoint.save(update_fields=["paused_until"])
+    if endpoint.paused_until is not None and endpoint.paused_until > at:
+        return endpoint.paused_until
+    return at
 
 
 @transaction.atomic
 def resend_delivery(*, delivery: Delivery, at: datetime) -> Delivery:
-    """Make the delivery due now, whatever its status, and ask a worker to send it.
+    """Make the delivery due now (or when the endpoint's pause ends), whatever its status,
+    and ask a worker to send it.
 
     Its attempt count is kept: a resend is one more attempt, and if it fails the retry
     schedule goes on from where it stood.
@@ -243,9 +250,8 @@ def resend_delivery(*, delivery: Delivery, at: datetime) -> Delivery:
         raise EndpointDisabled("The endpoint is disabled: enable it to resend deliveries.")
     delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
     delivery.status = DeliveryStatus.PENDING
-    delivery.next_attempt_at = at
+    delivery.next_attempt_at = _due_after_pause(endpoint, at)
     delivery.updated_at = at
     delivery.save(update_fields=["status", "next_attempt_at", "updated_at"])
-    _probe_now(endpoint)
     on_new_deliveries(endpoint)
     return delivery

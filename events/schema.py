@@ -263,7 +263,8 @@ SEND_TEST = operation(
     "Send a webhook.test event to this endpoint",
     "Records a `webhook.test` event, delivered to this endpoint only (whatever its "
     "`event_types`) by the same workers and with the same retries as any event. Answers "
-    "the event; its delivery shows in the endpoint's deliveries.",
+    "the event; its delivery shows in the endpoint's deliveries. During a pause after a "
+    "timeout it is queued behind the pause (due when the pause ends), never sent before.",
     request=None,
     parameters=[ENDPOINT_ID],
     responses={
@@ -292,7 +293,8 @@ RESEND = operation(
     "webhooks",
     "Send a delivery again",
     "Makes the delivery due now, whatever its status (a succeeded one is sent again: "
-    "receivers deduplicate on `webhook-id`). Answers the delivery, now PENDING.",
+    "receivers deduplicate on `webhook-id`); during a pause after a timeout, due when "
+    "the pause ends instead. Answers the delivery, now PENDING.",
     request=None,
     parameters=[ENDPOINT_ID, DELIVERY_ID],
     responses={

@@ -17,6 +17,7 @@ from datetime import datetime
 from django.db import transaction
 
 from events.models import Delivery, Event, WebhookEndpoint
+from events.tasks import send_due_deliveries
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -144,6 +145,4 @@ def on_new_deliveries(endpoint: WebhookEndpoint) -> None:
     The task row is written in this same transaction (django-tasks' database backend), so
     it exists if and only if the deliveries do. One task per endpoint, not per delivery.
     """
-    from events.tasks import send_due_deliveries  # the task module imports this one
-
     send_due_deliveries.enqueue(str(endpoint.pk))

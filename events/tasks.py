@@ -1,5 +1,9 @@
 """Background work of events, run by `manage.py db_worker`: sending webhook deliveries, the
-sweep that re-asks for any due delivery without a queued task, and the retention purge."""
+sweep that re-asks for any due delivery without a queued task, and the retention purge.
+
+The sending itself is events.delivery's; this module asks for the tasks it says go on
+(`Sent.next_tasks`), so the task module imports the sending one and never the reverse.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 from django_tasks import task
+from django_tasks_db.models import DBTaskResult
 
-from events.delivery import endpoints_to_sweep, send_due_deliveries_of
+from events.delivery import NextTask, endpoints_to_sweep, send_due
 from events.retention import purge_events_before
 
 
@@ -17,6 +22,23 @@ from events.retention import purge_events_before
 def send_due_deliveries(endpoint_id: str) -> int:
     """Send this endpoint's due deliveries; returns how many were attempted."""
     return send_due_deliveries_of(endpoint_id)
+
+
+def send_due_deliveries_of(endpoint_id) -> int:
+    """What the task runs: send (events.delivery.send_due), then ask for the tasks that go
+    on from it; how many attempts were made."""
+    sent = send_due(endpoint_id)
+    for next_task in sent.next_tasks:
+        ask_for(next_task)
+    return sent.attempted
+
+
+def ask_for(next_task: NextTask) -> None:
+    # run_after orders a task before those without one once due: "now" would jump the queue.
+    at = next_task.at
+    due_now = at is None or at <= timezone.now()
+    sender = send_due_deliveries if due_now else send_due_deliveries.using(run_after=at)
+    sender.enqueue(str(next_task.endpoint_id))
 
 
 @task()
@@ -27,7 +49,13 @@ def sweep_deliveries() -> int:
     mid-send is due again once its lease ends, and this is what sends it. Returns how
     many tasks were enqueued.
     """
-    endpoint_ids = endpoints_to_sweep()
+    queued = set(
+        DBTaskResult.objects.ready()  # runnable now: a retry's task hours ahead does not count
+        .filter(task_path=send_due_deliveries.module_path)
+        .values_list("args_kwargs__args__0", flat=True)
+        .distinct()
+    )
+    endpoint_ids = [pk for pk in endpoints_to_sweep() if str(pk) not in queued]
     for endpoint_id in endpoint_ids:
         send_due_deliveries.enqueue(str(endpoint_id))
     return len(endpoint_ids)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from io import StringIO
 
@@ -19,16 +20,17 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from events.delivery import (
+    BATCH_SIZE,
+    SENDERS_PER_BUSINESS,
     USER_AGENT,
     _take_turn,
     claim_due,
     lease_seconds,
-    send_due_deliveries_of,
 )
 from events.endpoints import rotate_secret
 from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
 from events.selectors import event_object
-from events.tasks import purge_old_events, sweep_deliveries
+from events.tasks import purge_old_events, send_due_deliveries_of, sweep_deliveries
 from tests.events.webhooks import deliveries_of, emit, make_endpoint, public_ids
 from tests.helpers import in_own_connection
 
@@ -326,6 +328,78 @@ def test_deliveries_that_arrive_during_a_turn_are_sent_by_its_sender(
     assert webhook_receiver.ids()[1:] == public_ids(late)
 
 
+# --- one business's senders: a bounded share of the workers (docs/webhooks.md) ------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_business_has_at_most_its_share_of_senders_however_many_ask_at_once(
+    alice, bob, start_receiver
+):
+    url = start_receiver().url()
+    bobs = [make_endpoint(bob, url, environment=env) for env in ("sandbox", "live") * 6]
+    alices = make_endpoint(alice, url)
+    barrier = threading.Barrier(len(bobs))
+
+    def take(endpoint):
+        barrier.wait(10)
+        return _take_turn(endpoint.pk)
+
+    for _ in range(3):  # a race: run it a few times
+        WebhookEndpoint.objects.update(sending_until=None)
+        with ThreadPoolExecutor(max_workers=len(bobs)) as pool:
+            turns = list(pool.map(lambda e: in_own_connection(lambda: take(e)), bobs))
+        assert turns.count(bob.business.pk) == SENDERS_PER_BUSINESS == 1
+        assert turns.count(None) == len(bobs) - SENDERS_PER_BUSINESS
+
+    held = WebhookEndpoint.objects.filter(business=bob.business, sending_until__gt=timezone.now())
+    assert held.count() == SENDERS_PER_BUSINESS
+    assert _take_turn(alices.pk) == alice.business.pk  # another business is not counted
+    WebhookEndpoint.objects.update(sending_until=timezone.now())  # every turn's lease ends
+    assert _take_turn(bobs[-1].pk) == bob.business.pk  # a dead sender's place comes back
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_endpoint_refused_for_its_business_gets_the_turn_when_it_is_free(alice, start_receiver):
+    slow, other = start_receiver().slow(1), start_receiver()
+    busy = make_endpoint(alice, slow.url())
+    waiting = make_endpoint(alice, other.url(), types=[EventType.ORDER_STATUS_CHANGED])
+    slow.trust(busy.secret)
+    other.trust(waiting.secret)
+    emit(alice)
+    [event] = emit(alice, type=EventType.ORDER_STATUS_CHANGED)
+    DBTaskResult.objects.all().delete()
+    sender = threading.Thread(
+        target=in_own_connection, args=(lambda: send_due_deliveries_of(busy.pk),)
+    )
+    sender.start()
+    slow.wait_for(1)  # its business's one sender is busy...
+
+    started = time.monotonic()
+    assert send_due_deliveries_of(waiting.pk) == 0  # ...so this task returns at once
+    assert time.monotonic() - started < 0.5 and other.received == []
+
+    sender.join()
+    [handed_on] = queued_sends(waiting)  # the sender handed its turn on
+    assert handed_on.task.call(*handed_on.args_kwargs["args"]) == 1
+    assert other.ids() == [event.public_id]
+
+
+def test_a_sender_yields_to_its_business_other_endpoints_after_a_batch(alice, start_receiver):
+    first, second = start_receiver(), start_receiver()
+    backlog = make_endpoint(alice, first.url())
+    waiting = make_endpoint(alice, second.url(), types=[EventType.ORDER_STATUS_CHANGED])
+    emit(alice, BATCH_SIZE + 20)
+    emit(alice, type=EventType.ORDER_STATUS_CHANGED)
+    DBTaskResult.objects.all().delete()
+
+    assert send_due_deliveries_of(backlog.pk) == BATCH_SIZE  # one batch, then its turn goes
+    assert len(queued_sends(waiting)) == 1  # to the endpoint that waited
+    assert len(queued_sends(backlog)) == 1  # and it goes on at the back of the queue
+    assert send_due_deliveries_of(waiting.pk) == 1
+    assert send_due_deliveries_of(backlog.pk) == 21  # the rest, the status change too
+    assert len(first.received) == BATCH_SIZE + 21 and len(second.received) == 1
+
+
 # --- bounded tasks: a slow endpoint, a hanging one ----------------------------------------------
 
 
@@ -380,7 +454,7 @@ def test_each_timed_out_probe_about_doubles_the_pause(settings, clock, alice, en
     from events.delivery import Outcome, record
 
     settings.WEBHOOK_RETRY_SCHEDULE = [5, 300, 1800, 7200]
-    emit(alice, 4)
+    emit(alice, 6)
     pauses = []
     for delivery in deliveries_of(endpoint):
         timed_out = Outcome(at=timezone.now(), duration_ms=10_000, error="x", timed_out=True)
@@ -390,7 +464,8 @@ def test_each_timed_out_probe_about_doubles_the_pause(settings, clock, alice, en
         pause = (endpoint.paused_until - timezone.now()).total_seconds()
         pauses.append(round(pause))
         clock.shift(timedelta(seconds=pause))
-    assert pauses == [10, 30, 70, 150]  # failing for that long, at least 5 s, at most 2 h
+    # Failing for that long, at least 5 s, at most 5 min: nothing else ends a pause.
+    assert pauses == [10, 30, 70, 150, 300, 300]
 
 
 # --- SSRF at delivery ---------------------------------------------------------------------------

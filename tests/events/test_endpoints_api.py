@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook
 
+from core.formats import iso_z
 from events import endpoints as endpoint_services
 from events.models import (
     Delivery,
@@ -629,11 +630,16 @@ def test_disabling_fails_the_pending_deliveries(alice, api, private_urls):
 
 
 @pytest.mark.parametrize("action", ["test", "resend", "enable"])
-def test_a_hand_made_send_lifts_a_pause_after_a_timeout(alice, api, private_urls, enqueued, action):
+def test_asking_by_hand_never_lifts_a_pause_after_a_timeout(
+    alice, api, private_urls, enqueued, action
+):
+    # A receiver that never answers must cost one timeout per pause, however often its
+    # business clicks (docs/webhooks.md, "How we send"): asks queue behind the pause.
     endpoint = created(api, alice.sandbox_key)
     stored = WebhookEndpoint.objects.get(pk=endpoint["id"])
     delivery = make_delivery(stored)
-    paused = {"paused_until": timezone.now() + timedelta(hours=5)}
+    pause_ends = timezone.now() + timedelta(hours=5)
+    paused = {"paused_until": pause_ends}
     if action == "enable":
         paused["enabled"] = False
     WebhookEndpoint.objects.filter(pk=stored.pk).update(**paused)
@@ -645,8 +651,33 @@ def test_a_hand_made_send_lifts_a_pause_after_a_timeout(alice, api, private_urls
         ),
         "enable": lambda: patch(api, path, {"enabled": True}, alice.sandbox_key),
     }[action]()
+
     assert response.status_code == 200, response.content
-    assert WebhookEndpoint.objects.get(pk=stored.pk).paused_until is None
+    assert WebhookEndpoint.objects.get(pk=stored.pk).paused_until == pause_ends
+    if action != "enable":
+        # Answered as documented, the delivery pending, due when the pause ends.
+        [asked] = Delivery.objects.filter(endpoint=stored, status=DeliveryStatus.PENDING)
+        assert asked.next_attempt_at == pause_ends
+        log = api.get(f"{path}/deliveries", alice.sandbox_key).json()["data"]["deliveries"]
+        assert log[0]["next_attempt_at"] == iso_z(pause_ends)
+    if action == "resend":
+        assert response.json()["data"]["next_attempt_at"] == iso_z(pause_ends)
+
+
+def test_a_test_or_resend_after_the_pause_is_due_at_once(alice, api, private_urls, enqueued):
+    endpoint = created(api, alice.sandbox_key)
+    stored = WebhookEndpoint.objects.get(pk=endpoint["id"])
+    delivery = make_delivery(stored)
+    WebhookEndpoint.objects.filter(pk=stored.pk).update(
+        paused_until=timezone.now() - timedelta(seconds=1)  # over
+    )
+    path = f"/webhook-endpoints/{endpoint['id']}"
+    before = timezone.now()
+    api.post(f"{path}/test", {}, alice.sandbox_key)
+    api.post(f"{path}/deliveries/{delivery.pk}/resend", {}, alice.sandbox_key)
+
+    due = Delivery.objects.filter(endpoint=stored).values_list("next_attempt_at", flat=True)
+    assert all(before <= at <= timezone.now() for at in due) and len(due) == 2
 
 
 # --- End to end: the API's secret verifies what the workers send --------------------------------
@@ -655,7 +686,7 @@ def test_a_hand_made_send_lifts_a_pause_after_a_timeout(alice, api, private_urls
 def test_a_test_event_arrives_signed_with_the_secret_of_the_answer(
     alice, api, private_urls, webhook_receiver
 ):
-    from events.delivery import send_due_deliveries_of
+    from events.tasks import send_due_deliveries_of
 
     endpoint = created(api, alice.sandbox_key, url=webhook_receiver.url("/hooks"))
     webhook_receiver.trust(endpoint["secret"])

@@ -131,14 +131,16 @@ def test_a_worker_killed_mid_delivery_loses_nothing(alice, webhook_receiver, tmp
     assert [a.status_code for a in delivery.log.all()] == [200]
 
 
-def test_a_hanging_receiver_delays_neither_the_api_nor_other_endpoints(
-    shop, api, start_receiver, tmp_path
+def test_a_hanging_receiver_delays_neither_the_api_nor_other_businesses(
+    shop, alice, api, start_receiver, tmp_path
 ):
-    hanging, healthy = start_receiver().hang(), start_receiver()
+    hanging, healthy, elsewhere = start_receiver().hang(), start_receiver(), start_receiver()
     stuck = make_endpoint(shop, hanging.url())
     fine = make_endpoint(shop, healthy.url())
+    other = make_endpoint(alice, elsewhere.url())
     hanging.trust(stuck.secret)
     healthy.trust(fine.secret)
+    elsewhere.trust(other.secret)
 
     with (
         db_worker(tmp_path / "one.log", env=LOOPBACK),
@@ -147,29 +149,40 @@ def test_a_hanging_receiver_delays_neither_the_api_nor_other_endpoints(
         started = time.monotonic()
         bulk(api, shop, "first")
         hanging.wait_for(1)  # one worker is now held by the hanging endpoint
-        healthy.wait_for(1, timeout=3)
-        # While it hangs: the API answers at its usual speed, and each batch's event
-        # reaches the healthy endpoint at once, though every batch also asks for a task
-        # for the hanging one (those tasks find its one sender busy and return).
-        for n in range(2, 6):
+        # While it hangs: the API answers at its usual speed, and another business's
+        # events reach it at once on the other worker, though every batch also asks for
+        # tasks for the hanging endpoint and its business's other one (they find their
+        # business's one sender busy and return).
+        for n in range(1, 5):
             asked = time.monotonic()
             bulk(api, shop, f"batch-{n}")
+            [event] = emit(alice)
             assert time.monotonic() - asked < 2
-            healthy.wait_for(n, timeout=2)
+            assert elsewhere.wait_for(n, timeout=2)[-1].id == event.public_id
         assert time.monotonic() - started < 10  # all while the first attempt still hangs
         assert len(hanging.received) == 1
-
-        wait_for("the timeout", lambda: stuck.deliveries.filter(attempts=1).exists(), timeout=15)
+        # Its own business's other endpoint waits for the hang, one timeout at most: the
+        # sender hands its turn on, and the batches' events arrive in their order.
+        healthy.wait_for(5, timeout=15)
+        hang_started = hanging.received[0].arrived
+        assert healthy.received[-1].arrived - hang_started < 10 + 2
+        wait_for("the timeout", lambda: stuck.deliveries.filter(attempts=1).exists(), timeout=5)
         took = time.monotonic() - started
+        # As the timeout left them (the pause is 2 s here: a probe may follow at any time).
+        attempts = list(stuck.deliveries.order_by("id").values_list("attempts", flat=True))
+        stuck.refresh_from_db()
+        paused_when_timed_out = stuck.paused_until > timezone.now()
 
-    attempt = Delivery.objects.get(endpoint=stuck, attempts=1).log.get()
+    attempt = stuck.deliveries.order_by("id").first().log.first()
     assert attempt.status_code is None and attempt.error == "Timed out after 10 s."
-    assert 10_000 <= attempt.duration_ms < 11_000 and took < 12
+    assert 10_000 <= attempt.duration_ms < 11_000 and took < 13
     assert all(r.verified for r in healthy.received) and len(healthy.received) == 5
+    assert [r.json["data"]["client_batch_id"] for r in healthy.received] == [
+        "first-batch",
+        *[f"batch-{n}-batch" for n in range(1, 5)],
+    ]
     # The others wait, due, for the pause to end: one probe then, not one hang per event.
-    stuck.refresh_from_db()
-    assert stuck.paused_until > timezone.now()
-    assert Delivery.objects.filter(endpoint=stuck, attempts=0).count() == 4
+    assert paused_when_timed_out and attempts == [1, 0, 0, 0, 0]
 
 
 def is_due(delivery: Delivery) -> bool:
