@@ -25,7 +25,7 @@ from billing import onboarding
 from billing.models import EntryKind, LedgerEntry, PricingPlan, Wallet, largest_value
 from billing.services import BillingError, post_wallet_entry
 from console import queue
-from console.columns import EMPTY, cut, day, when
+from console.columns import EMPTY, ServiceTimesAdmin, ServiceTimesInline, cut, day, when
 from console.forms import UnitInput
 from console.history import record
 from core.admin import GatedActionsAdmin
@@ -245,13 +245,13 @@ class WaitingFilter(admin.SimpleListFilter):
         return queryset
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(ServiceTimesInline, admin.TabularInline):
     model = Membership
     extra = 0
     raw_id_fields = ["user"]
 
 
-class ApiKeyInline(admin.TabularInline):
+class ApiKeyInline(ServiceTimesInline, admin.TabularInline):
     model = ApiKey
     extra = 0
     can_delete = False
@@ -263,7 +263,7 @@ class ApiKeyInline(admin.TabularInline):
 
 
 @admin.register(Business)
-class BusinessAdmin(admin.ModelAdmin):
+class BusinessAdmin(ServiceTimesAdmin, admin.ModelAdmin):
     # Short columns, so the list fits 1280 px beside its filters (docs/contract.md §9).
     list_display = [
         "name_column",
@@ -518,7 +518,7 @@ class BusinessAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(GatedActionsAdmin):
+class ApiKeyAdmin(ServiceTimesAdmin, GatedActionsAdmin):
     list_display = [
         "hint",
         "business_column",

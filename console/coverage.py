@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from console.columns import ServiceTimesAdmin
 from geo.models import GeocodeResult, OpeningHours, ServiceArea
 
 
@@ -14,14 +15,14 @@ class OpeningHoursInline(admin.TabularInline):
 
 
 @admin.register(ServiceArea)
-class ServiceAreaAdmin(admin.ModelAdmin):
+class ServiceAreaAdmin(ServiceTimesAdmin, admin.ModelAdmin):
     list_display = ["name", "active", "updated_at"]
     list_filter = ["active"]
     inlines = [OpeningHoursInline]
 
 
 @admin.register(GeocodeResult)
-class GeocodeResultAdmin(admin.ModelAdmin):
+class GeocodeResultAdmin(ServiceTimesAdmin, admin.ModelAdmin):
     list_display = ["provider", "key", "found", "lat", "long", "created_at"]
     list_filter = ["provider", "found"]
     search_fields = ["key"]

@@ -10,17 +10,17 @@ from django.utils.safestring import SafeString
 
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, LedgerEntry, PricingPlan, Wallet
 from billing.services import BillingError, close_invoices, invoice_period, mark_invoice_paid
-from console.columns import EMPTY, cut, when
+from console.columns import EMPTY, ServiceTimesAdmin, ServiceTimesInline, cut, when
 from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 
 
 @admin.register(PricingPlan)
-class PricingPlanAdmin(admin.ModelAdmin):
+class PricingPlanAdmin(ServiceTimesAdmin, admin.ModelAdmin):
     list_display = ["name", "base_fee", "per_km_fee", "included_km"]
 
 
-class LedgerEntryInline(admin.TabularInline):
+class LedgerEntryInline(ServiceTimesInline, admin.TabularInline):
     model = LedgerEntry
     extra = 0
     fields = ["created_at", "kind", "amount", "balance_after", "drop", "batch", "actor", "note"]
@@ -33,7 +33,7 @@ class LedgerEntryInline(admin.TabularInline):
 
 
 @admin.register(Wallet)
-class WalletAdmin(ReadOnlyAdmin):
+class WalletAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
     list_display = ["business_column", "environment", "balance_column", "updated"]
     list_filter = ["environment"]
     list_select_related = ["business"]
@@ -54,7 +54,7 @@ class WalletAdmin(ReadOnlyAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(ReadOnlyAdmin):
+class LedgerEntryAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
     # Short columns so the list fits 1280 px beside its filters: the drop (or the batch a
     # debit charges) and the note share one, the wallet is "business, environment".
     list_display = ["created", "wallet_column", "kind", "amount", "balance_after", "detail", "by"]
@@ -87,7 +87,7 @@ class LedgerEntryAdmin(ReadOnlyAdmin):
         return entry.actor.get_username() if entry.actor else EMPTY
 
 
-class InvoiceLineInline(admin.TabularInline):
+class InvoiceLineInline(ServiceTimesInline, admin.TabularInline):
     model = InvoiceLine
     extra = 0
     fields = ["created_at", "drop", "amount", "description"]
@@ -99,7 +99,7 @@ class InvoiceLineInline(admin.TabularInline):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(GatedActionsAdmin, ReadOnlyAdmin):
+class InvoiceAdmin(ServiceTimesAdmin, GatedActionsAdmin, ReadOnlyAdmin):
     list_display = [
         "business",
         "environment",

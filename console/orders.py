@@ -19,6 +19,7 @@ from django.utils.html import format_html
 
 from accounts.models import Environment
 from console import queue
+from console.columns import ServiceTimesAdmin, ServiceTimesInline
 from console.forms import DeliverForm, FailForm
 from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
@@ -40,7 +41,7 @@ from tracking.services import DriverRefused, move_drops_as_operator, store_proof
 
 
 @admin.register(Batch)
-class BatchAdmin(ReadOnlyAdmin):
+class BatchAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
     list_display = [
         "client_batch_id",
         "business",
@@ -57,16 +58,16 @@ class BatchAdmin(ReadOnlyAdmin):
 
 
 @admin.register(IdempotencyRecord)
-class IdempotencyRecordAdmin(ReadOnlyAdmin):
+class IdempotencyRecordAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
     list_display = ["key", "business", "environment", "batch", "created_at"]
 
 
 @admin.register(Driver)
-class DriverAdmin(admin.ModelAdmin):
+class DriverAdmin(ServiceTimesAdmin, admin.ModelAdmin):
     list_display = ["name", "phone", "active", "is_sandbox_test_driver"]
 
 
-class DeliveryEventInline(admin.TabularInline):
+class DeliveryEventInline(ServiceTimesInline, admin.TabularInline):
     model = DeliveryEvent
     extra = 0
     fields = ["at", "status", "actor"]
@@ -349,7 +350,7 @@ def _dispatch_actions(drops_of: DropsOf) -> list:
     ]
 
 
-class DispatchAdmin(GatedActionsAdmin, ReadOnlyAdmin):
+class DispatchAdmin(ServiceTimesAdmin, GatedActionsAdmin, ReadOnlyAdmin):
     """Orders and drops are read-only; each move is an action behind its own permission."""
 
     def has_dispatch_permission(self, request):
@@ -374,7 +375,7 @@ class WaitingForDriverFilter(admin.SimpleListFilter):
         return queryset
 
 
-class DropInline(admin.TabularInline):
+class DropInline(ServiceTimesInline, admin.TabularInline):
     model = Drop
     extra = 0
     fields = ["client_order_id", "status", "recipient_name", "price", "updated_at"]
@@ -412,8 +413,7 @@ class DropAdmin(DispatchAdmin):
         "business",
         "environment",
         "status",
-        "price",
-        "currency",
+        "price_column",
         "created_at",
     ]
     list_filter = ["status", "environment", "failure_reason"]
@@ -473,6 +473,10 @@ class DropAdmin(DispatchAdmin):
     readonly_fields = ["tracking_link", "pin_required", "photo"]
     inlines = [DeliveryEventInline]
     actions = _dispatch_actions(lambda drops: Drop.objects.filter(pk__in=drops.values("pk")))
+
+    @admin.display(description="Price", ordering="price")
+    def price_column(self, drop: Drop) -> str:
+        return f"{drop.price} {drop.currency}"  # one column: a list fits 1280 px
 
     @admin.display(description="Tracking link")
     def tracking_link(self, drop: Drop) -> str:

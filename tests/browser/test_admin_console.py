@@ -1,11 +1,12 @@
 """The operators' console in a real browser (issue 16, item 5): the index opens on what waits,
 approving shows the request and the money terms, switching live asks first, and the lists
-fit a 1280 px window."""
+fit a 1280 px window; on a phone the drops list keeps each id on one line and its times read
+as the dashboard's, with the zone (issue 27, point 7)."""
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -17,6 +18,7 @@ from accounts.models import Business, Stage
 from billing import onboarding
 from billing.models import EntryKind, Invoice
 from billing.services import post_wallet_entry
+from orders.models import Drop
 from tests.browser.axe import assert_accessible
 from tests.browser.helpers import admin_log_in
 from tests.tracking.helpers import drop_in
@@ -25,6 +27,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WIDE = {"width": 1280, "height": 800}
 NARROW = {"width": 360, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+# How many lines each cell's text takes: its client rects, by distinct top (an <a> and its
+# text on one line share a top).
+LINES_OF_CELLS = """(selector) => Object.fromEntries(
+    [...document.querySelectorAll(selector)].map(cell => {
+        const range = document.createRange();
+        range.selectNodeContents(cell);
+        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        return [cell.textContent.trim(), tops.size];
+    })
+)"""
 
 # What scrolls sideways: the page itself, or a box that scrolls inside itself (Django wraps a
 # list's table in an overflow-x: auto box, so a too-wide list scrolls there, not the page).
@@ -308,3 +322,37 @@ def test_the_lists_fit_1280_px(make_tenant, operator, page, screenshot):
     page.goto("/admin/accounts/business/?waiting=live")
     expect(page.locator("#result_list")).to_contain_text("Kampot Pepper and Salt Online Store")
     expect(page.locator("#result_list tbody tr")).to_have_count(1)
+
+
+def test_the_drops_list_keeps_ids_whole_on_a_phone(make_tenant, operator, page, screenshot):
+    business = make_tenant(
+        name="Phnom Penh Fresh Noodle and Dumpling Delivery Company", stage="live"
+    ).business
+    ids = ["PP2026NOODLEDUMPLING0000000000000001", "PP-2026-11-LIVE-0001", "C-42"]
+    for client_order_id in ids:
+        drop_in("PENDING", business=business, environment="live", client_order_id=client_order_id)
+    moment = datetime(2026, 11, 25, 12, 38, tzinfo=UTC)  # 19:38 in Phnom Penh
+    Drop.objects.update(created_at=moment, updated_at=moment)
+    admin_log_in(page)
+    page.set_viewport_size(PHONE)
+
+    page.goto("/admin/orders/drop/")
+
+    lines = page.evaluate(LINES_OF_CELLS, "#result_list .field-client_order_id")
+    assert lines == dict.fromkeys(ids, 1)
+    created = page.locator("#result_list td.field-created_at")
+    expect(created).to_have_text(["25 Nov 2026, 19:38\u00a0UTC+7"] * 3)
+    assert set(page.evaluate(LINES_OF_CELLS, "#result_list td.field-created_at").values()) == {1}
+    # The list scrolls sideways in its own box; the page does not.
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    screenshot(page, "drops-390")
+    page.locator("#changelist-form .results").evaluate(
+        "box => { box.scrollLeft = box.scrollWidth; }"
+    )
+    screenshot(page, "drops-390-scrolled")
+
+    page.get_by_role("link", name="PP-2026-11-LIVE-0001").click()
+    expect(page.locator(".field-created_at .readonly")).to_have_text(
+        "25 Nov 2026, 19:38\u00a0UTC+7"
+    )
+    screenshot(page, "drop-390")
