@@ -241,27 +241,58 @@ def get_geocoders() -> list[Geocoder]:
     return [PROVIDERS[name]() for name in settings.GEOCODERS]
 
 
-def geocode_failed_message(side: str) -> str:
-    """GEOCODE_FAILED's message for a pickup or drop: which providers were tried."""
-    tried = ", ".join(geocoder.described for geocoder in get_geocoders())
-    return f"No match for the {side} address in: {tried}."
+class Pins(dict[str, Pin | None]):
+    """geocode_addresses' answer: address key → pin, or None when no provider found it.
+
+    `unanswered` names, for a key that was not found, the providers that did not answer it
+    (a timeout, an error): that is not a "no match", and the next batch asks them again.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.unanswered: dict[str, list[str]] = {}
 
 
-def geocode_addresses(addresses: Iterable[dict[str, str]]) -> dict[str, Pin | None]:
+def unanswered_for(pins: dict[str, Pin | None], key: str) -> tuple[str, ...]:
+    """The providers that did not answer about this address (none for a plain dict)."""
+    return tuple(getattr(pins, "unanswered", {}).get(key, ()))
+
+
+def geocode_failed_message(side: str, unanswered: tuple[str, ...] = ()) -> str:
+    """GEOCODE_FAILED's message for a pickup or drop: which providers were tried, and which
+    of them did not answer."""
+    chain = [geocoder.described for geocoder in get_geocoders()]
+    answered = [described for described in chain if described not in unanswered]
+    silent = ", ".join(described for described in chain if described in unanswered)
+    if not silent:
+        return f"No match for the {side} address in: {', '.join(chain)}."
+    if not answered:
+        return (
+            f"The {side} address could not be looked up: {silent} did not answer; "
+            "a new batch asks again."
+        )
+    return (
+        f"No match for the {side} address in: {', '.join(answered)}; {silent} did not "
+        "answer, and a new batch asks again."
+    )
+
+
+def geocode_addresses(addresses: Iterable[dict[str, str]]) -> Pins:
     """Resolve distinct addresses through the chain: one cache query for every provider,
     each provider asked about what the ones before it did not find, one cache upsert.
 
-    Returns {address_key: (lat, long) or None}. Callers look results up by address_key().
+    Returns {address_key: (lat, long) or None} (Pins: with the providers that did not
+    answer, for GEOCODE_FAILED's message). Callers look results up by address_key().
     Call it outside any transaction: the upsert then commits on its own at once, so no
     other request ever waits on a cache row this one wrote.
     """
     distinct = {address_key(a): a for a in addresses}
     if not distinct:
-        return {}
+        return Pins()
     chain = get_geocoders()
     now = timezone.now()
     cached = _cached_answers(chain, list(distinct), now)
-    pins: dict[str, Pin | None] = dict.fromkeys(distinct)
+    pins = Pins(dict.fromkeys(distinct))
     rows: list[GeocodeResult] = []
     unresolved = distinct
     for geocoder in chain:
@@ -272,6 +303,8 @@ def geocode_addresses(addresses: Iterable[dict[str, str]]) -> dict[str, Pin | No
             asked = geocoder.geocode_many(misses)
             rows += _cache_rows(geocoder.name, asked, now)
             answers |= {k: None if p is TransientGeocodeError else p for k, p in asked.items()}
+            for key in (k for k, p in asked.items() if p is TransientGeocodeError):
+                pins.unanswered.setdefault(key, []).append(geocoder.described)
         pins |= {k: pin for k, pin in answers.items() if pin is not None}
         unresolved = {k: a for k, a in unresolved.items() if answers.get(k) is None}
         if not unresolved:

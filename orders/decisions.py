@@ -21,7 +21,7 @@ import phonenumbers
 
 from billing.models import PricingPlan
 from billing.services import price_for
-from geo.geocoders import Pin, address_key, geocode_failed_message
+from geo.geocoders import Pin, address_key, geocode_failed_message, unanswered_for
 from geo.geometry import DistancesFrom
 from geo.services import Coverage
 from orders.inputs import BatchIn, DropIn, Place
@@ -105,6 +105,7 @@ class Located:
     resolved: bool = False  # pin came from the geocoder
     reason: Reason | None = None
     areas: tuple[int, ...] = ()
+    unanswered: tuple[str, ...] = ()  # GEOCODE_FAILED: the geocoders that did not answer
 
 
 def locate(place: Place, phone: Any, pins: dict[str, Pin | None]) -> Located:
@@ -115,9 +116,10 @@ def locate(place: Place, phone: Any, pins: dict[str, Pin | None]) -> Located:
         return Located(reason=given)
     if given is not None:
         return Located(pin=given)
-    pin = pins.get(address_key(place.address))
+    key = address_key(place.address)
+    pin = pins.get(key)
     if pin is None:
-        return Located(reason=Reason.GEOCODE_FAILED)
+        return Located(reason=Reason.GEOCODE_FAILED, unanswered=unanswered_for(pins, key))
     return Located(pin=pin, resolved=True)
 
 
@@ -172,8 +174,9 @@ class DropDecision:
 
     @property
     def message(self) -> str:
-        if self.reason is Reason.GEOCODE_FAILED:
-            return geocode_failed_message(self.side)  # names the providers tried
+        if self.reason is Reason.GEOCODE_FAILED:  # names the geocoders tried
+            failed = self.pickup if self.side == "pickup" else self.located
+            return geocode_failed_message(self.side, failed.unanswered)
         return MESSAGES[self.reason, self.side]
 
     def resolved_pins(self) -> dict:

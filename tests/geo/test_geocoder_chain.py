@@ -215,26 +215,42 @@ def test_photon_reads_url_and_timeout_from_settings(settings):
 # --- GEOCODE_FAILED says what was tried ---
 
 
-def test_geocode_failed_names_every_provider_tried_and_no_secret(
+def test_geocode_failed_names_every_provider_tried(
     open_for_business, nominatim, photon, alice, api, settings
 ):
     settings.GEOCODERS = ["gazetteer", "nominatim", "photon"]
-    # Credentials in a provider's URL: only its host may be shown.
-    settings.PHOTON_URL = photon.url.replace("http://", "http://geo:s3cret@")
+    photon.answers["Nowhere"] = PHOTON_NOTHING
     body = batch(
         group(address_drop("DROP", NOWHERE)),
         address_pickup_group(NOWHERE, address_drop("PICKED", ROYAL_PALACE)),
     )
 
-    response = api.bulk(body, alice.sandbox_key)
+    data = submit(api, alice.sandbox_key, body)
 
     tried = (
         f"the place list (gazetteer), Nominatim at {host_of(nominatim)}, "
         f"Photon at {host_of(photon)}."
     )
-    by_id = results_by_id(response.json()["data"])
+    by_id = results_by_id(data)
     assert by_id["DROP"]["message"] == f"No match for the drop address in: {tried}"
     assert by_id["PICKED"]["message"] == f"No match for the pickup address in: {tried}"
+
+
+def test_a_provider_that_did_not_answer_is_told_apart_and_its_url_secrets_never_shown(
+    open_for_business, nominatim, photon, alice, api, settings
+):
+    settings.GEOCODERS = ["gazetteer", "nominatim", "photon"]
+    # Credentials in a provider's URL (which urllib cannot use: no answer): only its host
+    # may be shown.
+    settings.PHOTON_URL = photon.url.replace("http://", "http://geo:s3cret@")
+
+    response = api.bulk(one_address_drop("A", NOWHERE), alice.sandbox_key)
+
+    assert results_by_id(response.json()["data"])["A"]["message"] == (
+        f"No match for the drop address in: the place list (gazetteer), Nominatim at "
+        f"{host_of(nominatim)}; Photon at {host_of(photon)} did not answer, and a new batch "
+        "asks again."
+    )
     assert b"s3cret" not in response.content
 
 
@@ -248,20 +264,30 @@ def test_geocode_failed_with_the_gazetteer_alone_names_the_place_list(
     )
 
 
-def test_an_unreachable_provider_is_named_too(open_for_business, alice, api, settings):
+@pytest.mark.parametrize("chain", [["gazetteer", "nominatim"], ["nominatim"]])
+def test_an_unreachable_provider_is_said_not_to_have_answered(
+    open_for_business, alice, api, settings, chain
+):
     with socket.socket() as probe:  # a loopback port with nobody listening
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    settings.GEOCODERS = ["gazetteer", "nominatim"]
+    settings.GEOCODERS = chain
     settings.NOMINATIM_URL = f"http://127.0.0.1:{port}/nominatim"
     settings.NOMINATIM_TIMEOUT_SECONDS = 0.3
 
     data = submit(api, alice.sandbox_key, one_address_drop("A", STREET_240))
 
-    assert results_by_id(data)["A"]["message"] == (
-        f"No match for the drop address in: the place list (gazetteer), "
-        f"Nominatim at 127.0.0.1:{port}."
-    )
+    said = {
+        "gazetteer": (
+            f"No match for the drop address in: the place list (gazetteer); Nominatim at "
+            f"127.0.0.1:{port} did not answer, and a new batch asks again."
+        ),
+        "nominatim": (
+            f"The drop address could not be looked up: Nominatim at 127.0.0.1:{port} did not "
+            "answer; a new batch asks again."
+        ),
+    }
+    assert results_by_id(data)["A"]["message"] == said[chain[0]]
 
 
 # --- set-based: the chain costs the same queries for one drop and for hundreds ---
