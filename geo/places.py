@@ -162,9 +162,9 @@ def _mark_replaced(places_file: PlacesFile, existing: dict) -> None:
 def read_rows(data: bytes) -> PlacesFile:
     """The file's rows, each checked on its own and against the others (duplicates)."""
     text = _text_of(data)
-    delimiter = (
-        ";" if text.split("\n", 1)[0].count(";") > text.split("\n", 1)[0].count(",") else ","
-    )
+    first_line = text.split("\n", 1)[0]
+    # `;` when the header has more of them than commas: Excel's CSV in many locales.
+    delimiter = ";" if first_line.count(";") > first_line.count(",") else ","
     records = _records(text, delimiter)
     header = next(records, None)
     if header is None or not any(cell.strip() for cell in header):
