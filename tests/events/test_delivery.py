@@ -27,7 +27,7 @@ from events.delivery import (
     claim_due,
     lease_seconds,
 )
-from events.endpoints import rotate_secret
+from events.endpoints import resend_delivery, rotate_secret, send_test_event
 from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
 from events.selectors import event_object
 from events.tasks import purge_old_events, send_due_deliveries_of, sweep_deliveries
@@ -448,6 +448,22 @@ def test_a_timeout_stops_the_task_and_pauses_the_endpoint(settings, alice, start
     assert Delivery.objects.filter(endpoint=stuck, attempts=0).count() == 4
     # When the pause ends a task is waiting to go on.
     assert stuck.paused_until in [t.run_after for t in queued_sends(stuck)]
+
+
+def test_a_test_or_resend_during_a_pause_is_sent_when_it_ends_not_before(
+    clock, alice, endpoint, webhook_receiver
+):
+    [old] = emit(alice)
+    pause_ends = timezone.now() + timedelta(minutes=2)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(paused_until=pause_ends)
+    test = send_test_event(endpoint=endpoint, at=timezone.now())
+    resend_delivery(delivery=deliveries_of(endpoint)[0], at=timezone.now())
+
+    assert send_due_deliveries_of(endpoint.pk) == 0  # asked for, but the pause holds
+    assert webhook_receiver.received == []
+    clock.shift(timedelta(minutes=2))
+    assert send_due_deliveries_of(endpoint.pk) == 2  # then in creation order
+    assert webhook_receiver.ids() == [old.public_id, test.public_id]
 
 
 def test_each_timed_out_probe_about_doubles_the_pause(settings, clock, alice, endpoint):
