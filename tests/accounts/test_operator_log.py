@@ -285,3 +285,21 @@ def test_recent_actions_say_what_was_done_and_when(operator, business):
     assert "Kep Crab is suspended; its API keys answer 403 until it is reactivated." in recent
     assert "25 Nov 2026, 19:38" in recent and "UTC+7" in recent
     assert "25 Nov 2026, 19:38" in history and "UTC+7" in history
+
+
+def test_the_log_lists_every_operators_actions_to_whoever_may_view_it(business):
+    first = staff_client("first", groups=["Operators"])
+    second = staff_client("second", groups=["Operators"])
+    auditor = staff_client("auditor", perms=["admin.view_logentry"])
+    first.post(reverse("admin:accounts_business_move", args=[business.pk, "suspend"]))
+    second.post(reverse("admin:accounts_business_move", args=[business.pk, "reactivate"]))
+    log = reverse("admin:admin_logentry_changelist")
+
+    page = auditor.get(log).content.decode()
+
+    rows = page.split("<tbody>")[1]
+    assert "Kep Crab is suspended; its API keys answer 403" in rows
+    assert "Kep Crab is reactivated, back to live." in rows
+    assert ">first<" in rows and ">second<" in rows
+    assert f'href="{reverse("admin:accounts_business_change", args=[business.pk])}"' in rows
+    assert first.get(log).status_code == 403  # the group alone does not read others' actions
