@@ -76,8 +76,12 @@ def asking_for_live(make_tenant, name: str) -> Business:
 
 @pytest.fixture
 def waiting(make_tenant) -> dict[str, Business]:
-    """Two businesses waiting for approval, one asking for live, one live and quiet."""
+    """Two businesses waiting for approval, one asking for live, one live and quiet, and a
+    live order waiting for a driver."""
     make_tenant(name="Angkor Quiet Traders", stage="live")
+    bakery = make_tenant(name="Takhmao Bakery", stage="live").business
+    for client_order_id in ("TB-1001", "TB-1002"):
+        drop_in("PENDING", business=bakery, environment="live", client_order_id=client_order_id)
     return {
         "newer": asking_for_access(
             "Lotus Bakery", "Cakes to offices in BKK1, mornings only.", 450, hours_ago=2
@@ -116,6 +120,10 @@ def test_the_index_opens_on_what_needs_doing(waiting, operator, page, screenshot
     assert item_names(page, "waiting-live") == ["Kampot Pharmacy"]
     expect(live).to_contain_text("prepaid wallet, 2.00 USD + 0.50 USD/km")
     expect(live.get_by_role("link", name="Enable live… Kampot Pharmacy")).to_be_visible()
+    driver = page.get_by_test_id("waiting-driver")
+    expect(driver.get_by_role("heading", name="Waiting for a driver 2")).to_be_visible()
+    expect(driver).to_contain_text("for Takhmao Bakery: 1 drop, waiting since")
+    expect(driver).to_contain_text("UTC+7")
     # Django's list of models is still there, below.
     expect(page.get_by_role("link", name="Businesses", exact=True)).to_be_visible()
     assert "Angkor Quiet Traders" not in page.content()
@@ -125,6 +133,11 @@ def test_the_index_opens_on_what_needs_doing(waiting, operator, page, screenshot
     page.set_viewport_size(NARROW)
     assert_fits(page)
     screenshot(page, "index-360")
+
+    page.set_viewport_size(WIDE)
+    driver.get_by_role("link", name="All 2 waiting for a driver").click()
+    expect(page.locator("#result_list tbody tr")).to_have_count(2)
+    expect(page.locator("#result_list")).to_contain_text("Takhmao Bakery")
 
 
 def test_the_index_says_when_nothing_waits(operator, page, screenshot):
