@@ -140,3 +140,21 @@ def test_a_business_page_shows_days_and_times_in_the_shared_format(everything, s
     )
     assert SHOWN in asked.group(1) and "UTC+7" in asked.group(1)
     assert '<time datetime="2026-11-25">25 Nov 2026</time>' in invoices.content.decode()
+
+
+def test_the_approve_form_and_the_business_page_say_when_they_asked_with_the_zone(
+    everything, superuser
+):
+    applicant = Business.objects.create(name="Lotus Bakery", email="l@example.com")
+    Business.objects.filter(pk=applicant.pk).update(
+        stage="ACCESS_REQUESTED", access_requested_at=MOMENT
+    )
+    asked_live = Business.objects.get(name="Kep Crab")
+    Business.objects.filter(pk=asked_live.pk).update(stage="APPROVED")
+
+    approve = superuser.get(reverse("admin:accounts_business_approve", args=[applicant.pk]))
+    page = superuser.get(reverse("admin:accounts_business_change", args=[asked_live.pk]))
+
+    assert f"{SHOWN}</time>" in approve.content.decode()
+    said = re.search(r"They asked for live access on (.*?)\.</p>", page.content.decode(), re.S)
+    assert SHOWN in said.group(1) and "UTC+7" in said.group(1)
