@@ -140,25 +140,34 @@ def _report_delivery(request: HttpRequest, result: MoveResult, names: dict[UUID,
     _refusal(request, {k: v for k, v in result.refused.items() if k not in pin_refused})
 
 
+def _delivered(drop: Drop, outcome: Outcome) -> str:
+    """The log's sentence for a delivered drop: the proof it was delivered with."""
+    proof = ["the right PIN"] if drop.asks_pin else []
+    if outcome.received_by:
+        proof.append(f"received by {outcome.received_by}")
+    if outcome.photo:
+        proof.append("a photo")
+    return "Marked delivered" + (f" ({', '.join(proof)})" if proof else "") + "."
+
+
 def _log_delivery(
     request: HttpRequest, result: MoveResult, drops: list[Drop], outcome: Outcome
 ) -> None:
     """The log of a delivery: each drop delivered, failed on the last wrong PIN, or with a
     wrong PIN counted (a change too: its attempts went up)."""
-    proof = []
-    if outcome.received_by:
-        proof.append(f"received by {outcome.received_by}")
-    if outcome.photo:
-        proof.append("with a photo")
-    delivered = "Marked delivered" + (f" ({', '.join(proof)})" if proof else "") + "."
     most = settings.MAX_PIN_ATTEMPTS
     wrong_pin_failed = f"Marked failed: a wrong PIN {most} times ({FailureReason.WRONG_PIN})."
-    by_id = {d.pk: d for d in drops}
+    by_id = {d.pk: d for d in drops}  # as the form read them: whether each asks for a PIN
     record_each(
         request,
         [
             *(
-                (d, delivered if d.status == DropStatus.DELIVERED else wrong_pin_failed)
+                (
+                    by_id[d.pk],
+                    _delivered(by_id[d.pk], outcome)
+                    if d.status == DropStatus.DELIVERED
+                    else wrong_pin_failed,
+                )
                 for d in result.moved
             ),
             *(

@@ -232,7 +232,7 @@ def test_a_delivery_with_its_proof_is_logged(operator, business, settings, tmp_p
     )
 
     assert Drop.objects.get(pk=drop.pk).status == S.DELIVERED
-    assert log_of(drop) == [("ops", CHANGE, "Marked delivered (received by Dara, with a photo).")]
+    assert log_of(drop) == [("ops", CHANGE, "Marked delivered (received by Dara, a photo).")]
 
 
 def test_wrong_pins_are_logged_and_the_last_one_fails_the_drop(operator, business, settings):
@@ -247,6 +247,19 @@ def test_wrong_pins_are_logged_and_the_last_one_fails_the_drop(operator, busines
     assert log_of(drop) == [
         ("ops", CHANGE, "Wrong PIN entered (1 of 2): not delivered."),
         ("ops", CHANGE, "Marked failed: a wrong PIN 2 times (WRONG_PIN)."),
+    ]
+
+
+def test_a_delivery_with_the_right_pin_says_so(operator, business):
+    (drop,) = live_drops(business, S.PICKED_UP, "PIN-2")
+    Drop.objects.filter(pk=drop.pk).update(dropoff_pin="4821")
+
+    act(operator, DROPS, "mark_delivered", drop.pk, apply="1", **{f"pin_{drop.pk}": "0000"})
+    act(operator, DROPS, "mark_delivered", drop.pk, apply="1", **{f"pin_{drop.pk}": "4821"})
+
+    assert log_of(drop) == [
+        ("ops", CHANGE, "Wrong PIN entered (1 of 3): not delivered."),
+        ("ops", CHANGE, "Marked delivered (the right PIN)."),
     ]
 
 
