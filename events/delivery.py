@@ -1,25 +1,25 @@
 """Sending webhook deliveries (docs/contract.md §11): claim, send outside any transaction, record.
 
-One call sends one endpoint's due deliveries, in creation order, as Standard Webhooks. The
-delivery rows are the source of truth: claiming one only moves its `next_attempt_at` a lease
-ahead, so a worker killed mid-send leaves it due again when the lease runs out, and the
-sweep (events.tasks.sweep_deliveries) asks a new worker to send it. Delivery is therefore
-at least once; receivers deduplicate on `webhook-id`.
+A business's due deliveries are sent by one sender at a time, its turn, as Standard
+Webhooks, each endpoint's in creation order. The delivery rows are the source of truth:
+claiming one only moves its `next_attempt_at` a lease ahead, so a worker killed mid-send
+leaves it due again when the lease runs out, and the sweep (events.tasks.sweep_deliveries)
+asks a new worker to send it. Delivery is therefore at least once; receivers deduplicate
+on `webhook-id`.
 
-A worker runs one task at a time, and a send to a receiver that never answers holds it for
-WEBHOOK_TIMEOUT_SECONDS, so what one business can hold of the workers is bounded
-(docs/webhooks.md, "How we send"; docs/decisions.md, Issue 27):
-- a sender takes a turn (`_take_turn`): one per endpoint, and at most SENDERS_PER_BUSINESS
-  per business at once, counted in the turn's claim; a task refused a turn returns at once;
-- a sender yields to its business's other waiting endpoints after each batch, and hands its
-  turn on to the one waiting longest when it ends (`NextTask`), so they take turns;
-- a sender stops at its endpoint's first timeout and pauses the endpoint (`_pause_for`):
+A send to a receiver that never answers takes WEBHOOK_TIMEOUT_SECONDS, so (docs/webhooks.md,
+"How we send"; docs/decisions.md, Issue 27):
+- a business holds one worker at most: a task takes its business's turn (`_take_turn`,
+  one statement under a per-business lock, leased like a claim) or returns at once;
+- in its turn the sender sends to each of the business's due endpoints at once, one
+  thread per endpoint (`_Sender`), and looks every POLL_SECONDS for endpoints that became
+  due, so a hanging endpoint never delays the business's other endpoints;
+- an endpoint's thread stops at its first timeout and pauses the endpoint (`_pause_for`):
   its next attempt, one probe, waits for the pause to end whatever is asked meanwhile;
-- a sender starts no attempt after `send_budget()` and leaves the rest to a new task at
-  the back of the queue, so a slow endpoint takes turns with the others.
-So a business whose receivers all hang holds SENDERS_PER_BUSINESS workers at most; the
-others deliver on the rest. Run more workers than that times the businesses you expect to
-hang at the same time.
+- the turn starts no attempt after `send_budget()`; when it ends (`_end_turn`) it asks
+  for the task that goes on, at the back of the queue if deliveries are due.
+So a business whose receivers all hang holds one worker; the others deliver on the rest.
+Run more workers than the businesses you expect to hang at the same time.
 
 This module sends and says what comes next (`Sent.next_tasks`); events.tasks enqueues it.
 """
@@ -33,15 +33,14 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from urllib.parse import SplitResult
 
 import orjson
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
+from django.db.models import Exists, Min, OuterRef
 from django.utils import timezone
 from django_tasks_db.utils import exclusive_transaction
 from standardwebhooks.webhooks import Webhook
@@ -54,10 +53,8 @@ USER_AGENT = "delivery-orders-webhooks/1"
 BATCH_SIZE = 50  # deliveries claimed at a time
 EXCERPT_BYTES = 1024  # of each response, kept in the attempt log
 ERROR_CHARS = 500  # DeliveryAttempt.error
-# Endpoints of one business (both environments) sent to at once: what its receivers can
-# hold of the workers if they all hang. One, so that the two workers of docs/scaling.md
-# always keep one for everyone else (docs/webhooks.md, "How we send").
-SENDERS_PER_BUSINESS = 1
+# How often a sender in its turn looks for its business's endpoints that became due.
+POLL_SECONDS = 0.25
 # A timed-out endpoint's pause grows with each timed-out probe up to this (`_pause_for`).
 LONGEST_PAUSE = timedelta(minutes=5)
 
@@ -95,56 +92,38 @@ class Sent:
 
 
 def send_due(endpoint_id) -> Sent:
-    """Send this endpoint's due deliveries, in turns; the attempts and the tasks to ask for.
+    """Send the due deliveries of this endpoint's business, in one turn; the attempts made
+    and the task that goes on.
 
-    A task refused a turn (`_take_turn`: the endpoint's or its business's senders are busy,
-    it is paused or off) returns at once: the sender in its turn sends what it was asked
-    for, or hands the turn on to it. The tasks that go on: this endpoint's, at once if the
-    budget ran out or it yielded to its business's other endpoints, when the pause ends if
-    it timed out, at the earliest retry it scheduled; and the business's endpoint waiting
-    longest, now that the turn is free.
+    A task refused the turn (`_take_turn`: its business's sender is running) returns at
+    once: that sender sees the endpoint's deliveries when it next looks. The task that goes
+    on (`_end_turn`): now, at the back of the queue, if deliveries are due (the budget ran
+    out, or they came as the turn ended); else when the business's next one is due.
     """
-    run = _Run(started=time.monotonic())
-    waiting = None
-    while not run.stopped and (business_id := _take_turn(endpoint_id)) is not None:
-        try:
-            endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id).first()
-            while (
-                endpoint is not None
-                and not run.stopped
-                and (claimed := claim_due(endpoint_id=endpoint.pk, limit=BATCH_SIZE))
-            ):
-                endpoint = run.send(endpoint, claimed)
-                if endpoint is not None and _longest_waiting(business_id, but=endpoint_id):
-                    run.yield_turn()  # its business's other endpoints go first
-        finally:
-            _end_turn(endpoint_id)
-        waiting = _longest_waiting(business_id, but=endpoint_id)
-        # A task that came while we held the turn left its deliveries to us: look again
-        # now the turn is free, or they would wait for the sweep; unless others of the
-        # business wait, whose turn it is.
-        if waiting is not None:
-            if not run.stopped and _has_due(endpoint_id):
-                run.yield_turn()
-            break
-        if not _has_due(endpoint_id):
-            break
-    handed_on = () if waiting is None else (NextTask(waiting),)
-    return Sent(run.attempted, handed_on + run.next_tasks(endpoint_id))
+    turn = _take_turn(endpoint_id)
+    if turn is None:
+        return Sent(0, ())
+    sender = _Sender(business_id=turn[0], lease=turn[1], started=time.monotonic())
+    try:
+        sender.run()
+    finally:
+        sender.join()
+        next_task = _end_turn(sender.business_id, sender.lease)
+    return Sent(sender.attempted, () if next_task is None else (next_task,))
 
 
-def _take_turn(endpoint_id):
-    """Become one of the endpoint's business's senders; its business's id, or None if refused.
+def _take_turn(endpoint_id) -> tuple[object, datetime] | None:
+    """Take the turn of the endpoint's business: (its id, the turn's lease), or None if
+    another sender holds it (or the endpoint is gone).
 
-    The turn lasts until `_end_turn` or the lease, whichever is first: a sender killed
-    mid-turn holds it only until the lease ends (as it holds its claimed deliveries). A
-    disabled or paused endpoint gives no turn; nor does one with a sender, or whose
-    business has SENDERS_PER_BUSINESS of them. The business's senders are counted in the
-    conditional UPDATE that takes the turn, under a per-business lock held for this short
-    transaction (`_lock_senders_of`), so two endpoints of a business cannot both take its
-    last place.
+    The turn is every endpoint of the business marked `sending_until` the lease; it lasts
+    until `_end_turn` or the lease, whichever is first, and the sender renews it while it
+    runs (`_renew_turn`), so a sender killed mid-turn holds it only until the lease ends.
+    Checking and marking happen under a per-business lock held for this short transaction
+    (`_lock_senders_of`), so two tasks of a business never both take it.
     """
     now = timezone.now()
+    lease = now + timedelta(seconds=lease_seconds())
     with exclusive_transaction():  # on SQLite, which has no advisory lock: one at a time
         business_id = (
             WebhookEndpoint.objects.filter(pk=endpoint_id)
@@ -154,26 +133,15 @@ def _take_turn(endpoint_id):
         if business_id is None:
             return None
         _lock_senders_of(business_id)
-        senders = (
-            WebhookEndpoint.objects.filter(business_id=business_id, sending_until__gt=now)
-            .order_by()
-            .values("business_id")
-            .annotate(count=Count("pk"))
-            .values("count")
-        )
-        taken = (
-            WebhookEndpoint.objects.filter(pk=endpoint_id, enabled=True)
-            .exclude(paused_until__gt=now)
-            .filter(Q(sending_until__isnull=True) | Q(sending_until__lte=now))
-            .alias(senders=Coalesce(Subquery(senders), 0))
-            .filter(senders__lt=SENDERS_PER_BUSINESS)
-            .update(sending_until=now + timedelta(seconds=lease_seconds()))
-        )
-    return business_id if taken == 1 else None
+        endpoints = WebhookEndpoint.objects.filter(business_id=business_id)
+        if endpoints.filter(sending_until__gt=now).exists():
+            return None
+        endpoints.update(sending_until=lease)
+    return business_id, lease
 
 
 def _lock_senders_of(business_id) -> None:
-    """Until commit, the lock that serialises turn-taking among one business's endpoints."""
+    """Until commit, the lock that serialises taking and ending one business's turn."""
     connection = transaction.get_connection()
     if connection.vendor != "postgresql":
         return
@@ -183,85 +151,147 @@ def _lock_senders_of(business_id) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
-def _end_turn(endpoint_id) -> None:
-    WebhookEndpoint.objects.filter(pk=endpoint_id).update(sending_until=None)
+def _renew_turn(business_id, lease: datetime) -> datetime | None:
+    """The turn's new lease, or None if it is no longer ours (its lease ran out and another
+    sender took it)."""
+    renewed = timezone.now() + timedelta(seconds=lease_seconds())
+    held = WebhookEndpoint.objects.filter(business_id=business_id, sending_until=lease)
+    return renewed if held.update(sending_until=renewed) else None
 
 
-def _has_due(endpoint_id) -> bool:
-    return Delivery.objects.filter(
-        endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now()
-    ).exists()
+def _end_turn(business_id, lease: datetime) -> NextTask | None:
+    """Give the turn up (if still ours) and say which task goes on, if any.
+
+    Under the lock that taking a turn holds: a task refused the turn before this saw its
+    deliveries committed, so they are found here (no wake-up is lost); one after it takes
+    the turn itself.
+    """
+    now = timezone.now()
+    with exclusive_transaction():
+        _lock_senders_of(business_id)
+        WebhookEndpoint.objects.filter(business_id=business_id, sending_until=lease).update(
+            sending_until=None
+        )
+        return _next_task(business_id, now)
 
 
-def _longest_waiting(business_id, *, but):
-    """The business's endpoint (other than `but`) whose oldest due delivery is oldest, among
-    those that could take a turn now (on, not paused, no sender); None if none waits."""
+def _next_task(business_id, now: datetime) -> NextTask | None:
+    """The business's endpoint whose next delivery is due first (its pause counted): now,
+    or when it is due; None if nothing is pending."""
+    pending = (
+        WebhookEndpoint.objects.filter(
+            business_id=business_id, enabled=True, deliveries__status=DeliveryStatus.PENDING
+        )
+        .annotate(due=Min("deliveries__next_attempt_at"))
+        .values_list("pk", "due", "paused_until")
+    )
+    times = [(max(due, paused or due), pk) for pk, due, paused in pending if due is not None]
+    if not times:
+        return None
+    at, endpoint_id = min(times)
+    return NextTask(endpoint_id, at=None if at <= now else at)
+
+
+def _sendable(business_id) -> list:
+    """The business's endpoints with due deliveries that can be sent now (on, not paused)."""
     now = timezone.now()
     due = Delivery.objects.filter(
         endpoint=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now
-    ).order_by("id")
-    return (
+    )
+    return list(
         WebhookEndpoint.objects.filter(business_id=business_id, enabled=True)
-        .exclude(pk=but)
         .exclude(paused_until__gt=now)
-        .exclude(sending_until__gt=now)
         .filter(Exists(due))
-        .alias(oldest=Subquery(due.values("id")[:1]))
-        .order_by("oldest")
         .values_list("pk", flat=True)
-        .first()
     )
 
 
 @dataclass
-class _Run:
-    """One task's sending for one endpoint, and what it leaves to the next task."""
+class _Sender:
+    """One turn of one business: a thread per endpoint with due deliveries, at most one per
+    endpoint, each sending its endpoint's deliveries in order with its own connection."""
 
+    business_id: object
+    lease: datetime
     started: float
     attempted: int = 0
-    stopped: bool = False  # budget spent, yielded, or the endpoint timed out or is gone
-    resume_at: datetime | None = None  # a new task goes on from here (budget, yield, pause)
-    retry_at: datetime | None = None  # the earliest retry scheduled by this run
+    threads: dict[object, threading.Thread] = field(default_factory=dict)  # by endpoint id
+    counting: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> None:
+        """Until nothing is due or the budget is spent: start a thread for each endpoint
+        that is due and has none, look again every POLL_SECONDS, keep the turn's lease."""
+        # Inside a caller's transaction other connections cannot see its rows: send here.
+        inline = connection.in_atomic_block
+        renewed_at = time.monotonic()
+        while not self.out_of_budget():
+            due = [pk for pk in _sendable(self.business_id) if not self.sending(pk)]
+            attempted = self.attempted
+            for endpoint_id in due:
+                self.start(endpoint_id, inline=inline)
+            if not due and not self.sending():
+                return
+            if inline and self.attempted == attempted:
+                return  # due but not claimable (another's lease or lock): the next task's
+            time.sleep(0 if inline else POLL_SECONDS)
+            if time.monotonic() - renewed_at >= 1:
+                renewed_at, lease = time.monotonic(), _renew_turn(self.business_id, self.lease)
+                if lease is None:
+                    return  # the lease ran out and another sender has the turn
+                self.lease = lease
+
+    def sending(self, endpoint_id=None) -> bool:
+        """Whether a thread sends to the endpoint (to any, without one)."""
+        threads = self.threads.values() if endpoint_id is None else [self.threads.get(endpoint_id)]
+        return any(thread is not None and thread.is_alive() for thread in threads)
+
+    def start(self, endpoint_id, *, inline: bool) -> None:
+        if inline:
+            self.send_endpoint(endpoint_id)
+            return
+        thread = threading.Thread(target=self.in_own_connection, args=(endpoint_id,), daemon=True)
+        self.threads[endpoint_id] = thread
+        thread.start()
+
+    def in_own_connection(self, endpoint_id) -> None:
+        try:
+            self.send_endpoint(endpoint_id)
+        finally:
+            connection.close()  # this thread's: Django's connections are per thread
+
+    def join(self) -> None:
+        """Wait for the threads: each ends within a timeout of the budget."""
+        for thread in self.threads.values():
+            thread.join()
+
+    def out_of_budget(self) -> bool:
+        return time.monotonic() - self.started >= send_budget()
+
+    def send_endpoint(self, endpoint_id) -> None:
+        """Send the endpoint's due deliveries, a batch at a time, until none is due, the
+        budget is spent, or it times out (paused) or is switched off."""
+        endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id).first()
+        while endpoint is not None and (
+            claimed := claim_due(endpoint_id=endpoint_id, limit=BATCH_SIZE)
+        ):
+            endpoint = self.send(endpoint, claimed)
 
     def send(self, endpoint: WebhookEndpoint, claimed: list[Delivery]) -> WebhookEndpoint | None:
-        """Send the claimed deliveries in order; the endpoint if the run goes on, else None."""
+        """Send the claimed deliveries in order; the endpoint if it goes on, else None."""
         for index, delivery in enumerate(claimed):
-            if time.monotonic() - self.started >= send_budget():
-                release(claimed[index:])
-                self.resume_at = timezone.now()
-                return self.stop()
+            if self.out_of_budget():
+                release(claimed[index:])  # due now: the turn's next task sends them
+                return None
             outcome = attempt(endpoint, delivery.event)
-            self.attempted += 1
-            endpoint, retry_at = record(
-                delivery_id=delivery.pk, endpoint_id=endpoint.pk, outcome=outcome
-            )
-            if retry_at is not None:
-                self.retry_at = min(retry_at, self.retry_at or retry_at)
+            with self.counting:
+                self.attempted += 1
+            endpoint, _ = record(delivery_id=delivery.pk, endpoint_id=endpoint.pk, outcome=outcome)
             if endpoint is None or not endpoint.enabled:
-                self.retry_at = None  # disabled: its pending deliveries failed with it
-                return self.stop()
+                return None  # gone, or switched off: its deliveries wait or failed with it
             if _is_paused(endpoint, timezone.now()):
-                release(claimed[index + 1 :])
-                self.resume_at = endpoint.paused_until
-                return self.stop()
+                release(claimed[index + 1 :])  # due, sent when the pause ends
+                return None
         return endpoint
-
-    def yield_turn(self) -> None:
-        """Stop here; a new task at the back of the queue goes on with what is left."""
-        self.resume_at = timezone.now()
-        self.stop()
-
-    def stop(self) -> None:
-        self.stopped = True
-
-    def next_tasks(self, endpoint_id) -> tuple[NextTask, ...]:
-        tasks = []
-        if self.resume_at is not None:
-            tasks.append(NextTask(endpoint_id, at=self.resume_at))
-        # A retry before resume_at is sent by that task; only a later one needs its own.
-        if self.retry_at is not None and (self.resume_at is None or self.retry_at > self.resume_at):
-            tasks.append(NextTask(endpoint_id, at=self.retry_at))
-        return tuple(tasks)
 
 
 def _is_paused(endpoint: WebhookEndpoint, now: datetime) -> bool:
@@ -269,16 +299,16 @@ def _is_paused(endpoint: WebhookEndpoint, now: datetime) -> bool:
 
 
 def send_budget() -> float:
-    """A task starts no attempt after this many seconds and leaves the rest to a new task,
-    so a slow (not hanging) endpoint takes turns with the others instead of holding a worker.
+    """A turn starts no attempt after this many seconds and leaves the rest to a new task at
+    the back of the queue, so a busy business takes turns with the others for the worker.
     """
     return 3 * settings.WEBHOOK_TIMEOUT_SECONDS
 
 
 def lease_seconds() -> float:
-    """How long a claimed delivery stays not due: longer than any task keeps it unsent
-    (the budget, then one last attempt, then recording it), short enough that a delivery
-    whose worker was killed is soon due again.
+    """How long a claimed delivery (and a turn, renewed while it runs) stays taken: longer
+    than any turn keeps it unsent (the budget, then one last attempt, then recording it),
+    short enough that what a killed worker held is soon taken again.
     """
     return send_budget() + 2 * settings.WEBHOOK_TIMEOUT_SECONDS
 
@@ -320,7 +350,7 @@ def release(deliveries: list[Delivery]) -> None:
 
 
 def endpoints_to_sweep() -> list:
-    """Enabled, unpaused endpoints with a due delivery and no sender.
+    """Enabled, unpaused endpoints with a due delivery and no sender in its business's turn.
 
     A sender in its turn will send them (events.tasks.sweep_deliveries leaves out those
     with a task queued); a running task is not counted, since a worker killed mid-task

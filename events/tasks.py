@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
-from django_tasks import task
-from django_tasks_db.models import DBTaskResult
+from django_tasks import TaskResultStatus, task
+from django_tasks_db.models import DBTaskResult, get_date_max
 
 from events.delivery import NextTask, endpoints_to_sweep, send_due
 from events.retention import purge_events_before
@@ -34,9 +35,20 @@ def send_due_deliveries_of(endpoint_id) -> int:
 
 
 def ask_for(next_task: NextTask) -> None:
+    """Enqueue the task unless one for the endpoint is already queued to run by then (it
+    sends as much: a task sends its business's due deliveries)."""
     # run_after orders a task before those without one once due: "now" would jump the queue.
     at = next_task.at
     due_now = at is None or at <= timezone.now()
+    by = Q(run_after=get_date_max()) | Q(run_after__lte=timezone.now() if due_now else at)
+    queued = DBTaskResult.objects.filter(
+        by,
+        status=TaskResultStatus.READY,
+        task_path=send_due_deliveries.module_path,
+        args_kwargs__args=[str(next_task.endpoint_id)],
+    )
+    if queued.exists():
+        return
     sender = send_due_deliveries if due_now else send_due_deliveries.using(run_after=at)
     sender.enqueue(str(next_task.endpoint_id))
 

@@ -17,11 +17,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 from django_tasks import TaskResultStatus
-from django_tasks_db.models import DBTaskResult
+from django_tasks_db.models import DBTaskResult, get_date_max
 
 from events.delivery import (
-    BATCH_SIZE,
-    SENDERS_PER_BUSINESS,
+    POLL_SECONDS,
     USER_AGENT,
     _take_turn,
     claim_due,
@@ -125,6 +124,7 @@ def test_a_500_then_200_is_retried_on_schedule_and_every_attempt_is_logged(
 ):
     webhook_receiver.answer(500, 503)
     [event] = emit(alice)
+    DBTaskResult.objects.all().delete()  # as if its task were running
 
     assert send_due_deliveries_of(endpoint.pk) == 1
     [delivery] = deliveries_of(endpoint)
@@ -308,33 +308,36 @@ def test_concurrent_tasks_of_one_endpoint_send_each_delivery_once(
     assert {d.status for d in deliveries_of(endpoint)} == {DeliveryStatus.SUCCEEDED}
 
 
-def test_deliveries_that_arrive_during_a_turn_are_sent_by_its_sender(
+def test_deliveries_that_arrive_as_a_turn_ends_get_a_task(
     alice, endpoint, webhook_receiver, monkeypatch
 ):
     from events import delivery
 
     emit(alice)
+    DBTaskResult.objects.all().delete()
     real_end_turn, late = delivery._end_turn, []
 
-    def end_turn(endpoint_id):
+    def end_turn(business_id, lease):
         if not late:  # just before the sender gives up its turn, new events come
             late.extend(emit(alice, 2))
+            DBTaskResult.objects.all().delete()
             assert send_due_deliveries_of(endpoint.pk) == 0  # their task: the turn is taken
-        real_end_turn(endpoint_id)
+        return real_end_turn(business_id, lease)
 
     monkeypatch.setattr(delivery, "_end_turn", end_turn)
 
-    assert send_due_deliveries_of(endpoint.pk) == 3  # it looked again once the turn was free
+    assert send_due_deliveries_of(endpoint.pk) == 1
+    [task] = queued_sends(endpoint)  # it looked again as the turn ended: a task for them
+    assert task.run_after == get_date_max()  # now, at the back of the queue
+    assert task.task.call(*task.args_kwargs["args"]) == 2
     assert webhook_receiver.ids()[1:] == public_ids(late)
 
 
-# --- one business's senders: a bounded share of the workers (docs/webhooks.md) ------------------
+# --- one business, one sender; each of its endpoints at once (docs/webhooks.md) -----------------
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_business_has_at_most_its_share_of_senders_however_many_ask_at_once(
-    alice, bob, start_receiver
-):
+def test_a_business_has_one_sender_however_many_ask_at_once(alice, bob, start_receiver):
     url = start_receiver().url()
     bobs = [make_endpoint(bob, url, environment=env) for env in ("sandbox", "live") * 6]
     alices = make_endpoint(alice, url)
@@ -342,73 +345,81 @@ def test_a_business_has_at_most_its_share_of_senders_however_many_ask_at_once(
 
     def take(endpoint):
         barrier.wait(10)
-        return _take_turn(endpoint.pk)
+        turn = _take_turn(endpoint.pk)
+        return None if turn is None else turn[0]
 
     for _ in range(3):  # a race: run it a few times
         WebhookEndpoint.objects.update(sending_until=None)
         with ThreadPoolExecutor(max_workers=len(bobs)) as pool:
             turns = list(pool.map(lambda e: in_own_connection(lambda: take(e)), bobs))
-        assert turns.count(bob.business.pk) == SENDERS_PER_BUSINESS == 1
-        assert turns.count(None) == len(bobs) - SENDERS_PER_BUSINESS
+        assert turns.count(bob.business.pk) == 1
+        assert turns.count(None) == len(bobs) - 1
 
     held = WebhookEndpoint.objects.filter(business=bob.business, sending_until__gt=timezone.now())
-    assert held.count() == SENDERS_PER_BUSINESS
-    assert _take_turn(alices.pk) == alice.business.pk  # another business is not counted
+    assert held.count() == len(bobs)  # the turn is the business's
+    assert _take_turn(alices.pk)[0] == alice.business.pk  # another business is not counted
     WebhookEndpoint.objects.update(sending_until=timezone.now())  # every turn's lease ends
-    assert _take_turn(bobs[-1].pk) == bob.business.pk  # a dead sender's place comes back
+    assert _take_turn(bobs[-1].pk)[0] == bob.business.pk  # a dead sender's turn comes back
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_endpoint_refused_for_its_business_gets_the_turn_when_it_is_free(alice, start_receiver):
+def test_a_task_refused_the_turn_returns_and_the_sender_sends_its_deliveries(alice, start_receiver):
     slow, other = start_receiver().slow(1), start_receiver()
-    busy = make_endpoint(alice, slow.url())
+    busy = make_endpoint(alice, slow.url(), types=[EventType.BATCH_CREATED])
     waiting = make_endpoint(alice, other.url(), types=[EventType.ORDER_STATUS_CHANGED])
     slow.trust(busy.secret)
     other.trust(waiting.secret)
-    emit(alice)
-    [event] = emit(alice, type=EventType.ORDER_STATUS_CHANGED)
+    emit(alice, 3)
     DBTaskResult.objects.all().delete()
+    counts = []
     sender = threading.Thread(
-        target=in_own_connection, args=(lambda: send_due_deliveries_of(busy.pk),)
+        target=in_own_connection, args=(lambda: counts.append(send_due_deliveries_of(busy.pk)),)
     )
     sender.start()
-    slow.wait_for(1)  # its business's one sender is busy...
+    slow.wait_for(1)  # its business's sender is busy with the slow endpoint...
+    [event] = emit(alice, type=EventType.ORDER_STATUS_CHANGED)
 
     started = time.monotonic()
     assert send_due_deliveries_of(waiting.pk) == 0  # ...so this task returns at once
-    assert time.monotonic() - started < 0.5 and other.received == []
-
+    assert time.monotonic() - started < 0.5
+    # and the sender, looking again, sends it on a thread of its own, not after the slow ones
+    [received] = other.wait_for(1, timeout=2)
+    assert received.id == event.public_id and received.verified
+    assert received.arrived - started < POLL_SECONDS + 0.5 and len(slow.received) <= 2
     sender.join()
-    [handed_on] = queued_sends(waiting)  # the sender handed its turn on
-    assert handed_on.task.call(*handed_on.args_kwargs["args"]) == 1
-    assert other.ids() == [event.public_id]
+    assert counts == [4] and len(slow.received) == 3
+    assert len(queued_sends(waiting)) == 1 and not queued_sends(busy)  # the event's own task
 
 
-def test_a_sender_yields_to_its_business_other_endpoints_after_a_batch(alice, start_receiver):
-    first, second = start_receiver(), start_receiver()
-    backlog = make_endpoint(alice, first.url())
-    waiting = make_endpoint(alice, second.url(), types=[EventType.ORDER_STATUS_CHANGED])
-    emit(alice, BATCH_SIZE + 20)
-    emit(alice, type=EventType.ORDER_STATUS_CHANGED)
+@pytest.mark.django_db(transaction=True)
+def test_a_sender_sends_to_each_endpoint_of_its_business_at_once(alice, start_receiver):
+    first, second = start_receiver().slow(0.5), start_receiver()
+    slow = make_endpoint(alice, first.url(), types=[EventType.BATCH_CREATED])
+    fast = make_endpoint(alice, second.url(), types=[EventType.ORDER_STATUS_CHANGED])
+    slow_events = emit(alice, 4)
+    emit(alice, 20, type=EventType.ORDER_STATUS_CHANGED)
     DBTaskResult.objects.all().delete()
 
-    assert send_due_deliveries_of(backlog.pk) == BATCH_SIZE  # one batch, then its turn goes
-    assert len(queued_sends(waiting)) == 1  # to the endpoint that waited
-    assert len(queued_sends(backlog)) == 1  # and it goes on at the back of the queue
-    assert send_due_deliveries_of(waiting.pk) == 1
-    assert send_due_deliveries_of(backlog.pk) == 21  # the rest, the status change too
-    assert len(first.received) == BATCH_SIZE + 21 and len(second.received) == 1
+    started = time.monotonic()
+    assert send_due_deliveries_of(slow.pk) == 24  # one task: the business's due deliveries
+
+    assert 2 <= time.monotonic() - started < 3  # the slow one's four in a row, no more
+    assert second.received[-1].arrived - started < 1  # the fast one's, beside them
+    assert first.ids() == public_ids(slow_events)  # each endpoint's in order
+    assert len(second.received) == 20 and not queued_sends(fast)
 
 
 # --- bounded tasks: a slow endpoint, a hanging one ----------------------------------------------
 
 
-def test_a_slow_endpoint_yields_the_worker_after_its_budget(
+@pytest.mark.django_db(transaction=True)
+def test_a_busy_business_yields_the_worker_after_its_budget(
     settings, alice, endpoint, webhook_receiver
 ):
     settings.WEBHOOK_TIMEOUT_SECONDS = 0.5  # the budget is three timeouts: 1.5 s
     webhook_receiver.slow(0.3)
     emit(alice, 10)
+    DBTaskResult.objects.all().delete()
 
     started = time.monotonic()
     sent = send_due_deliveries_of(endpoint.pk)
@@ -419,7 +430,8 @@ def test_a_slow_endpoint_yields_the_worker_after_its_budget(
     rest = deliveries[sent:]
     # The unsent ones are handed back, due now, and a task is queued for them.
     assert all(d.attempts == 0 and d.next_attempt_at <= timezone.now() for d in rest)
-    assert len(queued_sends(endpoint)) == 2  # record_events' one, and the continuation
+    [task] = queued_sends(endpoint)
+    assert task.run_after == get_date_max()  # now, at the back of the queue
 
 
 def test_a_timeout_stops_the_task_and_pauses_the_endpoint(settings, alice, start_receiver):
@@ -441,6 +453,7 @@ def test_a_timeout_stops_the_task_and_pauses_the_endpoint(settings, alice, start
     stuck.refresh_from_db()
     assert stuck.paused_until > timezone.now() + timedelta(seconds=4)
     emit(alice, 2)
+    DBTaskResult.objects.all().delete()
     started = time.monotonic()
     assert send_due_deliveries_of(stuck.pk) == 0
     assert time.monotonic() - started < 0.5
@@ -635,7 +648,7 @@ def test_a_delivery_claimed_by_a_worker_that_died_is_sent_after_its_lease(
     clock, alice, endpoint, webhook_receiver
 ):
     [event] = emit(alice)
-    assert _take_turn(endpoint.pk)  # a sender takes its turn,
+    assert _take_turn(endpoint.pk)  # a sender takes its business's turn,
     [claimed] = claim_due(endpoint_id=endpoint.pk, limit=50)  # claims, and is killed
     DBTaskResult.objects.all().delete()
 

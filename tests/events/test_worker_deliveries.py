@@ -16,8 +16,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from events.models import Delivery, DeliveryStatus, Event, EventType
-from events.tasks import sweep_deliveries
+from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
+from events.tasks import send_due_deliveries_of, sweep_deliveries
 from tests.events.webhooks import deliveries_of, emit, make_endpoint
 from tests.reliability.batch_hold import large_batch, open_all_day
 from tests.reliability.gunicorn_server import wait_for
@@ -116,9 +116,12 @@ def test_a_worker_killed_mid_delivery_loses_nothing(alice, webhook_receiver, tmp
     [delivery] = deliveries_of(endpoint)
     assert delivery.status == DeliveryStatus.PENDING and delivery.attempts == 0
     assert delivery.next_attempt_at > timezone.now()  # still leased to the dead worker
+    assert turn_held(alice)  # and so is its business's turn: a task for it returns at once
+    assert send_due_deliveries_of(endpoint.pk) == 0 and sweep_deliveries.call() == 0
 
     with db_worker(tmp_path / "second.log", env=env):
         wait_for("the lease to run out", lambda: is_due(delivery), timeout=15)
+        wait_for("the turn's lease to run out", lambda: not turn_held(alice), timeout=5)
         sweep_deliveries.enqueue()  # the minute's sweep (core/schedule.py)
         webhook_receiver.wait_for(2)
         wait_for("the delivery to settle", lambda: settled(endpoint))
@@ -149,24 +152,22 @@ def test_a_hanging_receiver_delays_neither_the_api_nor_other_businesses(
         started = time.monotonic()
         bulk(api, shop, "first")
         hanging.wait_for(1)  # one worker is now held by the hanging endpoint
-        # While it hangs: the API answers at its usual speed, and another business's
-        # events reach it at once on the other worker, though every batch also asks for
-        # tasks for the hanging endpoint and its business's other one (they find their
-        # business's one sender busy and return).
+        assert healthy.wait_for(1, timeout=2)[0].arrived - started < 2
+        # While it hangs: the API answers at its usual speed, its business's other endpoint
+        # gets each batch's event within 2 s (the business's sender sends to it on a thread
+        # of its own), and another business's events reach it at once on the other worker,
+        # though every batch also asks for tasks for the hanging endpoint and its business's
+        # other one (they find their business's sender running and return).
         for n in range(1, 5):
             asked = time.monotonic()
             bulk(api, shop, f"batch-{n}")
             [event] = emit(alice)
             assert time.monotonic() - asked < 2
             assert elsewhere.wait_for(n, timeout=2)[-1].id == event.public_id
+            assert healthy.wait_for(n + 1, timeout=2)[-1].arrived - asked < 2
         assert time.monotonic() - started < 10  # all while the first attempt still hangs
         assert len(hanging.received) == 1
-        # Its own business's other endpoint waits for the hang, one timeout at most: the
-        # sender hands its turn on, and the batches' events arrive in their order.
-        healthy.wait_for(5, timeout=15)
-        hang_started = hanging.received[0].arrived
-        assert healthy.received[-1].arrived - hang_started < 10 + 2
-        wait_for("the timeout", lambda: stuck.deliveries.filter(attempts=1).exists(), timeout=5)
+        wait_for("the timeout", lambda: stuck.deliveries.filter(attempts=1).exists(), timeout=10)
         took = time.monotonic() - started
         # As the timeout left them (the pause is 2 s here: a probe may follow at any time).
         attempts = list(stuck.deliveries.order_by("id").values_list("attempts", flat=True))
@@ -183,6 +184,40 @@ def test_a_hanging_receiver_delays_neither_the_api_nor_other_businesses(
     ]
     # The others wait, due, for the pause to end: one probe then, not one hang per event.
     assert paused_when_timed_out and attempts == [1, 0, 0, 0, 0]
+
+
+def test_a_hanging_endpoint_never_delays_its_business_other_endpoints_on_one_worker(
+    shop, api, start_receiver, tmp_path
+):
+    hanging, healthy = start_receiver().hang(), start_receiver()
+    stuck = make_endpoint(shop, hanging.url())
+    fine = make_endpoint(shop, healthy.url())
+    healthy.trust(fine.secret)
+
+    with db_worker(tmp_path / "worker.log", env=LOOPBACK):  # one worker: the business's turn
+        started = time.monotonic()
+        bulk(api, shop, "first")
+        hanging.wait_for(1)
+        assert healthy.wait_for(1, timeout=2)[0].arrived - started < 2
+        for n in range(1, 6):  # each batch's event, due at once, arrives within 2 s
+            asked = time.monotonic()
+            bulk(api, shop, f"batch-{n}")
+            assert healthy.wait_for(n + 1, timeout=2)[-1].arrived - asked < 2
+            time.sleep(0.5)
+        assert time.monotonic() - started < 10  # all while the first attempt still hangs
+        assert len(hanging.received) == 1
+        assert not stuck.deliveries.exclude(attempts=0).exists()  # none tried meanwhile
+
+    assert all(r.verified for r in healthy.received)
+    assert [r.json["data"]["client_batch_id"] for r in healthy.received] == [
+        "first-batch",
+        *[f"batch-{n}-batch" for n in range(1, 6)],
+    ]
+
+
+def turn_held(tenant) -> bool:
+    endpoints = WebhookEndpoint.objects.filter(business=tenant.business)
+    return endpoints.filter(sending_until__gt=timezone.now()).exists()
 
 
 def is_due(delivery: Delivery) -> bool:
