@@ -32,7 +32,7 @@ from dashboard.csv_orders import (
     read_orders,
     results_by_row,
 )
-from dashboard.views import business_view
+from dashboard.views.common import business_view
 from orders.api import base_url_of
 from orders.errors import BatchRefused
 from orders.services import create_batch

@@ -1,20 +1,21 @@
-"""Dashboard routes (server-rendered pages for business users)."""
+"""Dashboard routes (server-rendered pages for business users), one view module per area."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import views, webhooks
+from dashboard import webhooks
 from dashboard.uploads import orders_upload, orders_upload_template
+from dashboard.views import access, keys, money, onboarding, orders, sandbox
 
 app_name = "dashboard"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", onboarding.home, name="home"),
     # Signing up and in: the only pages open without a login.
-    path("signup/", views.signup, name="signup"),
-    path("login/", views.LoginView.as_view(), name="login"),
-    path("logout/", views.LogoutView.as_view(), name="logout"),
-    path("password-reset/", views.PasswordResetView.as_view(), name="password_reset"),
+    path("signup/", access.signup, name="signup"),
+    path("login/", access.LoginView.as_view(), name="login"),
+    path("logout/", access.LogoutView.as_view(), name="logout"),
+    path("password-reset/", access.PasswordResetView.as_view(), name="password_reset"),
     path(
         "password-reset/sent/",
         auth_views.PasswordResetDoneView.as_view(),
@@ -22,7 +23,7 @@ urlpatterns = [
     ),
     path(
         "password-reset/<uidb64>/<token>/",
-        views.PasswordResetConfirmView.as_view(),
+        access.PasswordResetConfirmView.as_view(),
         name="password_reset_confirm",
     ),
     path(
@@ -31,10 +32,10 @@ urlpatterns = [
         name="password_reset_complete",
     ),
     # Onboarding.
-    path("access/", views.request_access, name="request_access"),
-    path("live/", views.request_live, name="request_live"),
-    path("keys/", views.keys, name="keys"),
-    path("keys/<int:pk>/revoke/", views.revoke_key, name="revoke_key"),
+    path("access/", onboarding.request_access, name="request_access"),
+    path("live/", onboarding.request_live, name="request_live"),
+    path("keys/", keys.keys, name="keys"),
+    path("keys/<int:pk>/revoke/", keys.revoke_key, name="revoke_key"),
     # Webhook endpoints (dashboard/webhooks.py).
     path("webhooks/", webhooks.webhooks, name="webhooks"),
     path("webhooks/<uuid:pk>/", webhooks.webhook_endpoint, name="webhook"),
@@ -53,21 +54,21 @@ urlpatterns = [
         name="webhook_resend",
     ),
     # Money.
-    path("wallet/", views.wallet, name="wallet"),
-    path("wallet/sandbox-top-up/", views.sandbox_wallet_top_up, name="sandbox_top_up"),
+    path("wallet/", money.wallet, name="wallet"),
+    path("wallet/sandbox-top-up/", money.sandbox_wallet_top_up, name="sandbox_top_up"),
     # Orders.
-    path("orders/", views.orders, name="orders"),
-    path("orders/export/", views.orders_export, name="orders_export"),
-    path("orders/<uuid:pk>/", views.order_detail, name="order"),
-    path("orders/<uuid:pk>/cancel/", views.order_cancel, name="order_cancel"),
+    path("orders/", orders.orders, name="orders"),
+    path("orders/export/", orders.orders_export, name="orders_export"),
+    path("orders/<uuid:pk>/", orders.order_detail, name="order"),
+    path("orders/<uuid:pk>/cancel/", orders.order_cancel, name="order_cancel"),
     # Orders from a spreadsheet (dashboard/uploads.py).
     path("orders/upload/", orders_upload, name="orders_upload"),
     path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),
-    path("batches/", views.batches, name="batches"),
-    path("batches/<uuid:pk>/", views.batch_page, name="batch"),
+    path("batches/", orders.batches, name="batches"),
+    path("batches/<uuid:pk>/", orders.batch_page, name="batch"),
     # The sandbox console.
-    path("sandbox/", views.sandbox, name="sandbox"),
-    path("sandbox/sample-batch/", views.sandbox_send_sample, name="sandbox_send_sample"),
-    path("sandbox/advance/", views.sandbox_advance, name="sandbox_advance"),
-    path("sandbox/scenario/", views.sandbox_start_scenario, name="sandbox_start_scenario"),
+    path("sandbox/", sandbox.sandbox, name="sandbox"),
+    path("sandbox/sample-batch/", sandbox.sandbox_send_sample, name="sandbox_send_sample"),
+    path("sandbox/advance/", sandbox.sandbox_advance, name="sandbox_advance"),
+    path("sandbox/scenario/", sandbox.sandbox_start_scenario, name="sandbox_start_scenario"),
 ]

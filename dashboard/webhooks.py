@@ -21,12 +21,12 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import Environment
 from dashboard.forms import WebhookEndpointForm
-from dashboard.views import (
-    _key_environments,
-    _new_key_form_token,
-    _page,
-    _spend_key_form_token,
+from dashboard.views.common import (
     business_view,
+    key_environments,
+    new_key_form_token,
+    page_of,
+    spend_key_form_token,
 )
 from events.endpoints import (
     MAX_ENDPOINTS,
@@ -63,7 +63,7 @@ def _endpoint_of(request, pk: uuid.UUID) -> WebhookEndpoint:
 
 def _may_manage(request, environment: str) -> bool:
     """Endpoints are managed where keys may be made: sandbox once approved, live once live."""
-    if environment in _key_environments(request.business):
+    if environment in key_environments(request.business):
         return True
     messages.error(request, f"Your account cannot manage {environment} webhooks yet.")
     return False
@@ -73,7 +73,7 @@ def _may_manage(request, environment: str) -> bool:
 @business_view
 def webhooks(request):
     business = request.business
-    allowed = _key_environments(business)
+    allowed = key_environments(business)
     source = request.POST if request.method == "POST" else request.GET
     environment = source.get("environment", "")
     if environment not in Environment.values:
@@ -84,7 +84,7 @@ def webhooks(request):
     if request.method == "POST":
         if not _may_manage(request, environment):
             status = 403
-        elif not _spend_key_form_token(request):
+        elif not spend_key_form_token(request):
             messages.warning(request, _ALREADY_SENT)
             form = WebhookEndpointForm()
             status = 409
@@ -113,7 +113,7 @@ def webhooks(request):
             "max_endpoints": MAX_ENDPOINTS,
             "form": form,
             "issued": issued,
-            "form_token": _new_key_form_token(request),
+            "form_token": new_key_form_token(request),
         },
         status=status,
     )
@@ -151,10 +151,10 @@ def _endpoint_page(request, endpoint, *, form=None, secret: str = "", status: in
             "endpoint": endpoint,
             "form": form,
             "secret": secret,
-            "can_manage": endpoint.environment in _key_environments(request.business),
-            "deliveries": _page(request, _with_recent_attempts(deliveries_of(endpoint=endpoint))),
+            "can_manage": endpoint.environment in key_environments(request.business),
+            "deliveries": page_of(request, _with_recent_attempts(deliveries_of(endpoint=endpoint))),
             "attempts_shown": ATTEMPTS_SHOWN,
-            "form_token": _new_key_form_token(request),
+            "form_token": new_key_form_token(request),
             "now": timezone.now(),
         },
         status=status,
@@ -205,7 +205,7 @@ def webhook_rotate(request, pk: uuid.UUID):
     endpoint = _endpoint_of(request, pk)
     if not _may_manage(request, endpoint.environment):
         return _endpoint_page(request, endpoint, status=403)
-    if not _spend_key_form_token(request):
+    if not spend_key_form_token(request):
         messages.warning(request, _ALREADY_SENT)
         return _endpoint_page(request, endpoint, status=409)
     issued = rotate_secret(endpoint=endpoint, at=timezone.now())
@@ -259,8 +259,8 @@ def webhook_delivery(request, pk: uuid.UUID, delivery_pk: int):
         {
             "endpoint": endpoint,
             "delivery": delivery,
-            "attempts": _page(request, attempts),
-            "can_manage": endpoint.environment in _key_environments(request.business),
+            "attempts": page_of(request, attempts),
+            "can_manage": endpoint.environment in key_environments(request.business),
         },
     )
 

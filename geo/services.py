@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, time
+from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -62,3 +62,19 @@ def load_coverage() -> Coverage:
             hours[h.weekday].append((h.opens, h.closes))
         areas.append(Area(row.id, row.name, geometry_from_geojson(row.geojson), dict(hours)))
     return Coverage(areas)
+
+
+def next_opening(lat: float, long: float, now: datetime) -> datetime | None:
+    """The first quarter hour from now (within 8 days) at which the area of this point is
+    open; None if no active area covers it or none opens within the 8 days."""
+    coverage = load_coverage()
+    [areas] = coverage.locate([lat], [long])
+    if not areas:
+        return None
+    moment = now
+    for _ in range(8 * 24 * 4):
+        if coverage.is_open(areas, moment):
+            return moment
+        moment = (moment + timedelta(minutes=15)).replace(second=0, microsecond=0)
+        moment -= timedelta(minutes=moment.minute % 15)
+    return None

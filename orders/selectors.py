@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 import orjson
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 
 from core.cursors import InvalidCursor, make_cursor, read_cursor
@@ -98,3 +99,22 @@ def batch_rows(
     return rows.order_by("-created_at", "-id").values_list(
         "id", "created_at", "client_batch_id", "status", "total", "accepted", "rejected"
     )[: limit + 1]
+
+
+def batches_named(*, business, environments: list[str], text: str) -> list[uuid.UUID]:
+    """The account's batches with this client_batch_id or batch_id: one per environment at
+    most (one query)."""
+    named = Q(client_batch_id=text)
+    with contextlib.suppress(ValueError):  # not an id: a client_batch_id only
+        named |= Q(pk=uuid.UUID(text))
+    rows = Batch.objects.filter(named, business=business, environment__in=environments)
+    return list(rows.values_list("pk", flat=True)[:4])
+
+
+def stored_results(batch: Batch) -> list[dict]:
+    """The batch's result entries as answered to POST /orders/bulk, in submission order,
+    each with its 1-based position in the batch."""
+    if not batch.response:
+        return []
+    entries = orjson.loads(bytes(batch.response))["data"]["orders"]
+    return [{**entry, "position": n} for n, entry in enumerate(entries, start=1)]

@@ -23,11 +23,12 @@ was asked, and a sample photo.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -38,6 +39,7 @@ from django.utils import timezone
 
 from accounts.models import Business
 from billing.services import lock_account, refund_drops
+from geo.services import next_opening
 from orders.models import Drop, DropStatus, SandboxScenario
 from tracking.lifecycle import Outcome, apply_moves, single_step
 from tracking.services import SANDBOX_ACTOR, SANDBOX_OUTCOME, sandbox_test_driver
@@ -47,6 +49,8 @@ PICKED_UP_AT = 0.3
 EN_ROUTE_AT = 0.7
 SAMPLE_PHOTO = "proof/sandbox/sample-delivery.png"
 _SAMPLE_SOURCE = Path(__file__).parent / "assets" / "sandbox-proof.png"
+# The dashboard's sandbox console sends it (a sample batch, or one drop of it for a scenario).
+SAMPLE_BATCH = Path(settings.BASE_DIR) / "docs" / "sample-batch.json"
 
 
 @dataclass(slots=True)
@@ -193,3 +197,43 @@ def sample_photo() -> str:
         except FileExistsError:  # another worker stored it first
             pass
     return SAMPLE_PHOTO
+
+
+# The sandbox console's bodies ----------------------------------------------------------
+
+
+def sample_batch_body(suffix: str) -> dict:
+    """docs/sample-batch.json with fresh ids, so every send is a new batch.
+
+    Every client_order_id gets the same suffix, so the sample's in-batch duplicate
+    pair stays a duplicate and still shows DUPLICATE_CLIENT_ORDER_ID.
+    """
+    body = json.loads(SAMPLE_BATCH.read_text())
+    body["client_batch_id"] = f"{body['client_batch_id']}-{suffix}"
+    for group in body["orders"]:
+        for drop in group["dropoff"]:
+            drop["client_order_id"] = f"{drop['client_order_id']}-{suffix}"
+    return body
+
+
+def scenario_body(scenario: str, *, pin: bool, now: datetime) -> dict:
+    """One sample drop walked by the test driver; picked up now, or at the next opening."""
+    sample = json.loads(SAMPLE_BATCH.read_text())
+    pickup = dict(sample["orders"][0]["pickup"])
+    pickup.pop("pickup_scheduled_at", None)
+    opens = next_opening(pickup["lat"], pickup["long"], now)
+    if opens is not None and opens > now:
+        pickup["pickup_scheduled_at"] = opens.isoformat().replace("+00:00", "Z")
+    suffix = uuid4().hex[:8]
+    drop = dict(sample["orders"][0]["dropoff"][0])
+    drop |= {
+        "client_order_id": f"SCENARIO-{scenario.upper()}-{suffix}",
+        "sandbox_scenario": scenario,
+    }
+    drop.pop("external_waybill", None)
+    if pin:
+        drop["dropoff_verification"] = {"pin": True}
+    return {
+        "client_batch_id": f"sandbox-scenario-{suffix}",
+        "orders": [{"pickup": pickup, "dropoff": [drop]}],
+    }

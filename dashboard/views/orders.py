@@ -1,0 +1,225 @@
+"""Orders and batches: the filtered listing, its CSV export, an order's page and its
+cancel, the batches and a batch's results."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from accounts.models import Business, Environment
+from core.cursors import InvalidCursor
+from dashboard.exports import export_lines
+from dashboard.exports import header as export_header
+from dashboard.forms import EnvironmentFilterForm, OrderFilterForm
+from dashboard.maps import batch_map, order_map
+from dashboard.views.common import PAGE_SIZE, business_view, page_of
+from orders.links import drop_tracking_url
+from orders.models import Batch, Drop, DropStatus
+from orders.selectors import batches_named, stored_results
+from tracking.lifecycle import CANCELLABLE
+from tracking.listing import DropFilters, list_drops
+from tracking.proof import photo_url
+from tracking.services import cancel_orders
+
+BATCH_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class OrderQuery:
+    """What the orders page and its export list: the account's environments and filters."""
+
+    environments: list[str]
+    filters: DropFilters
+    # The batch filter names no batch of the account: nothing to list, nothing to query.
+    matches_nothing: bool = False
+
+
+def _midnight(day: date) -> datetime:
+    """The day's start in the service time zone: the filters' days are the business's days."""
+    return datetime.combine(day, time(), tzinfo=ZoneInfo(settings.TIME_ZONE))
+
+
+def order_query(*, business: Business, data: dict) -> OrderQuery:
+    """The listing's filters from OrderFilterForm's cleaned data; days are inclusive."""
+    environments = [data["environment"]] if data.get("environment") else list(Environment.values)
+    batch_ids: tuple[uuid.UUID, ...] = ()
+    if data.get("batch"):
+        batch_ids = tuple(
+            batches_named(business=business, environments=environments, text=data["batch"])
+        )
+        if not batch_ids:
+            return OrderQuery(environments, DropFilters(), matches_nothing=True)
+    start, end = data.get("created_from"), data.get("created_to")
+    filters = DropFilters(
+        statuses=tuple(data.get("status") or ()),
+        created_since=_midnight(start) if start else None,
+        created_before=_midnight(end + timedelta(days=1)) if end else None,
+        batch_ids=batch_ids,
+        search=data.get("q", ""),
+    )
+    return OrderQuery(environments, filters)
+
+
+@business_view
+def orders(request):
+    # The same listing as GET /api/v1/orders (tracking/listing.py), newest first, with
+    # the page's position in an opaque cursor: no second way of reading drops.
+    form = OrderFilterForm(request.GET or None)
+    if form.is_bound and not form.is_valid():
+        # Never the unfiltered list under filters that were asked for: the errors instead.
+        return render(
+            request, "dashboard/orders.html", {"form": form, "orders": [], "invalid": True}
+        )
+    query = order_query(business=request.business, data=form.cleaned_data if form.is_bound else {})
+    cursor = request.GET.get("cursor", "")[:1000]
+    listing = partial(
+        list_drops,
+        business=request.business,
+        environments=query.environments,
+        filters=query.filters,
+        limit=PAGE_SIZE,
+    )
+    page = None
+    if not query.matches_nothing:
+        try:
+            page = listing(cursor=cursor or None)
+        except InvalidCursor:
+            # A link from other filters (or edited by hand): start from the newest instead.
+            cursor, page = "", listing(cursor=None)
+    rows = [
+        {
+            **entry,
+            "environment_label": Environment(entry["environment"]).label,
+            "status_label": DropStatus(entry["status"]).label,
+        }
+        for entry in (page.orders if page else [])
+    ]
+    return render(
+        request,
+        "dashboard/orders.html",
+        {"form": form, "orders": rows, "page": page, "cursor": cursor},
+    )
+
+
+@business_view
+def orders_export(request):
+    """The filtered orders, every page of them, as CSV (docs/dashboard.md has the columns)."""
+    form = OrderFilterForm(request.GET or None)
+    if form.is_bound and not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        return HttpResponse(
+            f"Not exported: {problems}", status=400, content_type="text/plain; charset=utf-8"
+        )
+    query = order_query(business=request.business, data=form.cleaned_data if form.is_bound else {})
+    if query.matches_nothing:
+        lines = iter([export_header()])
+    else:
+        lines = export_lines(
+            business=request.business, environments=query.environments, filters=query.filters
+        )
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    response["Content-Disposition"] = f'attachment; filename="orders-{stamp}Z.csv"'
+    response["Cache-Control"] = "no-store"  # recipients' names and phone numbers
+    return response
+
+
+@business_view
+def order_detail(request, pk: uuid.UUID):
+    drop = get_object_or_404(
+        Drop.objects.select_related("order__driver", "batch"), pk=pk, business=request.business
+    )
+    return render(
+        request,
+        "dashboard/order.html",
+        {
+            "drop": drop,
+            "order": drop.order,
+            "events": drop.timeline(),
+            "drop_tracking_url": drop_tracking_url(drop.pk),
+            "map": order_map(drop),
+            "can_cancel": drop.status in CANCELLABLE,
+            # Same-origin, as the recipient's page shows it: the signed /pod/ link's path.
+            "photo_path": urlsplit(photo_url(drop.pk)).path if drop.pod_photo else None,
+        },
+    )
+
+
+@business_view
+def order_cancel(request, pk: uuid.UUID):
+    """Cancel a drop before pickup, after a confirmation page: the API's cancel (refunded)."""
+    drop = get_object_or_404(Drop, pk=pk, business=request.business)
+    # The service names drops by client_order_id, which picks the id's active drop: a
+    # finished drop's page must never cancel a newer drop that reuses its id.
+    if drop.status not in CANCELLABLE:
+        messages.info(
+            request,
+            f"{drop.client_order_id} is {drop.get_status_display().lower()}: "
+            "only an order not yet picked up can be cancelled.",
+        )
+        return redirect("dashboard:order", pk=drop.pk)
+    if request.method != "POST":
+        return render(request, "dashboard/order_cancel.html", {"drop": drop})
+    [entry] = cancel_orders(
+        business=request.business,
+        environment=drop.environment,
+        identifiers=[drop.client_order_id],
+        actor=f"dashboard {request.user.get_username()}"[:100],
+    )
+    if "error" in entry:
+        messages.error(
+            request, f"{drop.client_order_id} was not cancelled: {entry['error']['message']}"
+        )
+    else:
+        messages.success(request, f"{drop.client_order_id} is cancelled; its price is refunded.")
+    return redirect("dashboard:order", pk=drop.pk)
+
+
+@business_view
+def batches(request):
+    form = EnvironmentFilterForm(request.GET or None)
+    # Not the stored answer: a list page has no use for a few megabytes of JSON per row.
+    rows = (
+        Batch.objects.filter(business=request.business)
+        .defer("response")
+        .order_by("-created_at", "-pk")
+    )
+    if form.is_valid() and form.cleaned_data["environment"]:
+        rows = rows.filter(environment=form.cleaned_data["environment"])
+    return render(
+        request, "dashboard/batches.html", {"form": form, "batches": page_of(request, rows)}
+    )
+
+
+@business_view
+def batch_page(request, pk: uuid.UUID):
+    batch = get_object_or_404(Batch, pk=pk, business=request.business)
+    results = stored_results(batch)
+    rejected_only = request.GET.get("rejected") == "1"
+    shown = [e for e in results if e["status"] == "rejected"] if rejected_only else results
+    page = page_of(request, shown, size=BATCH_PAGE_SIZE)
+    pins = batch_map(business=request.business, batch_id=batch.pk)
+    for entry in page:
+        if entry["status"] == "accepted" and (status := pins.by_status.get(entry["drop_id"])):
+            entry["delivery_status"] = status
+            entry["delivery_status_label"] = DropStatus(status).label
+    return render(
+        request,
+        "dashboard/batch.html",
+        {
+            "batch": batch,
+            "results": page,
+            "rejected_only": rejected_only,
+            "map": pins.data,
+            "legend": pins.legend,
+        },
+    )
