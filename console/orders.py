@@ -4,7 +4,6 @@ the delivery state machine (tracking.services), delivered with their proof
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from uuid import UUID
 
 from django import forms
@@ -90,10 +89,6 @@ class AssignDriverForm(forms.Form):
                 "Choose an active driver from the list: the Sandbox Test Driver drives sandbox "
                 "orders only."
             )
-
-
-# The drops an action on a changelist's selection (orders or drops) applies to.
-DropsOf = Callable[[QuerySet], QuerySet[Drop]]
 
 
 def _drops_for_form(drops: QuerySet[Drop]) -> list[Drop]:
@@ -202,52 +197,76 @@ def _confirmation(
     )
 
 
-def _mover(drops_of: DropsOf, to: str, verb: str, description: str, logged: str, permission: str):
+def _move(
+    modeladmin: DispatchAdmin,
+    request: HttpRequest,
+    queryset: QuerySet,
+    *,
+    to: str,
+    verb: str,
+    logged: str,
+) -> None:
     """A move that asks nothing more (picked up, cancel), logged on each drop it moved."""
-
-    def action(modeladmin, request, queryset):
-        drop_ids = list(drops_of(queryset).values_list("pk", flat=True))
-        result = move_drops_as_operator(drop_ids=drop_ids, to=to, actor=_actor(request))
-        _report(request, result, verb)
-        record(request, result.moved, logged)
-
-    action.__name__ = f"mark_{to.lower()}"
-    return admin.action(description=description, permissions=[permission])(action)
+    drop_ids = list(modeladmin.drops_of(queryset).values_list("pk", flat=True))
+    result = move_drops_as_operator(drop_ids=drop_ids, to=to, actor=_actor(request))
+    _report(request, result, verb)
+    record(request, result.moved, logged)
 
 
-def _assign_driver(drops_of: DropsOf):
-    @admin.action(
-        description="Assign a driver (pending drops → ASSIGNED)", permissions=["dispatch"]
+@admin.action(description="Mark picked up", permissions=["dispatch"])
+def mark_picked_up(modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    _move(
+        modeladmin,
+        request,
+        queryset,
+        to=DropStatus.PICKED_UP,
+        verb="picked up",
+        logged="Marked picked up.",
     )
-    def assign_driver(modeladmin, request: HttpRequest, queryset: QuerySet):
-        drops = drops_of(queryset)
-        live = drops.exclude(environment=Environment.SANDBOX).exists()
-        form = AssignDriverForm(request.POST if "apply" in request.POST else None, live=live)
-        if not form.is_valid():
-            return _confirmation(
-                modeladmin,
-                request,
-                queryset,
-                "admin/tracking/assign_driver.html",
-                form=form,
-                title="Assign a driver",
-            )
-        driver = form.cleaned_data["driver"]
-        try:
-            result = move_drops_as_operator(
-                drop_ids=list(drops.values_list("pk", flat=True)),
-                to=DropStatus.ASSIGNED,
-                actor=_actor(request),
-                driver=driver,
-            )
-        except DriverRefused as refused:
-            messages.error(request, str(refused))
-            return None
-        _report(request, result, f"assigned to {driver}")
-        record(request, result.moved, f"Assigned to driver {driver} (id {driver.pk}).")
-        return None
 
-    return assign_driver
+
+@admin.action(description="Cancel (refund or reverse the charge)", permissions=["cancel"])
+def mark_cancelled(modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    _move(
+        modeladmin,
+        request,
+        queryset,
+        to=DropStatus.CANCELLED,
+        verb="cancelled (refunded)",
+        logged="Cancelled; the charge refunded (wallet) or reversed (invoice).",
+    )
+
+
+@admin.action(description="Assign a driver (pending drops → ASSIGNED)", permissions=["dispatch"])
+def assign_driver(
+    modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
+) -> TemplateResponse | None:
+    drops = modeladmin.drops_of(queryset)
+    live = drops.exclude(environment=Environment.SANDBOX).exists()
+    form = AssignDriverForm(request.POST if "apply" in request.POST else None, live=live)
+    if not form.is_valid():
+        return _confirmation(
+            modeladmin,
+            request,
+            queryset,
+            "admin/tracking/assign_driver.html",
+            form=form,
+            title="Assign a driver",
+        )
+    driver = form.cleaned_data["driver"]
+    try:
+        result = move_drops_as_operator(
+            drop_ids=list(drops.values_list("pk", flat=True)),
+            to=DropStatus.ASSIGNED,
+            actor=_actor(request),
+            driver=driver,
+        )
+    except DriverRefused as refused:
+        messages.error(request, str(refused))
+        return None
+    _report(request, result, f"assigned to {driver}")
+    record(request, result.moved, f"Assigned to driver {driver} (id {driver.pk}).")
+    return None
 
 
 def _finishing_form(
@@ -271,96 +290,75 @@ def _finishing_form(
     )
 
 
-def _mark_delivered(drops_of: DropsOf):
-    @admin.action(description="Mark delivered…", permissions=["dispatch"])
-    def mark_delivered(modeladmin, request: HttpRequest, queryset: QuerySet):
-        drops = _drops_for_form(drops_of(queryset))
-        on_the_way = [d for d in drops if d.status == DropStatus.PICKED_UP]
-        if not on_the_way:
-            # Nothing here can be delivered: say so at once rather than ask for PINs.
-            _refusal(request, {d.pk: d.status for d in drops})
-            return None
-        applying = "apply" in request.POST
-        form = DeliverForm(
-            request.POST if applying else None,
-            request.FILES if applying else None,
-            asking_pin=[d for d in on_the_way if d.asks_pin],
-        )
-        if not form.is_valid():
-            return _finishing_form(modeladmin, request, queryset, form, drops)
-        photo = form.cleaned_data["photo"]
-        stored = store_proof_photo(photo) if photo else None
-        outcome = Outcome(
-            pins=form.pins(), photo=stored, received_by=form.cleaned_data["received_by"] or None
-        )
-        result = move_drops_as_operator(
-            drop_ids=[d.pk for d in drops],
-            to=DropStatus.DELIVERED,
-            actor=_actor(request),
-            outcome=outcome,
-        )
-        if stored and not any(d.status == DropStatus.DELIVERED for d in result.moved):
-            default_storage.delete(stored)  # no drop refers to it
-        _report_delivery(request, result, {d.pk: d.client_order_id for d in drops})
-        _log_delivery(request, result, drops, outcome)
+@admin.action(description="Mark delivered…", permissions=["dispatch"])
+def mark_delivered(
+    modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
+) -> TemplateResponse | None:
+    drops = _drops_for_form(modeladmin.drops_of(queryset))
+    on_the_way = [d for d in drops if d.status == DropStatus.PICKED_UP]
+    if not on_the_way:
+        # Nothing here can be delivered: say so at once rather than ask for PINs.
+        _refusal(request, {d.pk: d.status for d in drops})
         return None
+    applying = "apply" in request.POST
+    form = DeliverForm(
+        request.POST if applying else None,
+        request.FILES if applying else None,
+        asking_pin=[d for d in on_the_way if d.asks_pin],
+    )
+    if not form.is_valid():
+        return _finishing_form(modeladmin, request, queryset, form, drops)
+    photo = form.cleaned_data["photo"]
+    stored = store_proof_photo(photo) if photo else None
+    outcome = Outcome(
+        pins=form.pins(), photo=stored, received_by=form.cleaned_data["received_by"] or None
+    )
+    result = move_drops_as_operator(
+        drop_ids=[d.pk for d in drops],
+        to=DropStatus.DELIVERED,
+        actor=_actor(request),
+        outcome=outcome,
+    )
+    if stored and not any(d.status == DropStatus.DELIVERED for d in result.moved):
+        default_storage.delete(stored)  # no drop refers to it
+    _report_delivery(request, result, {d.pk: d.client_order_id for d in drops})
+    _log_delivery(request, result, drops, outcome)
+    return None
 
-    return mark_delivered
 
-
-def _mark_failed(drops_of: DropsOf):
-    @admin.action(description="Mark failed…", permissions=["dispatch"])
-    def mark_failed(modeladmin, request: HttpRequest, queryset: QuerySet):
-        drops = _drops_for_form(drops_of(queryset))
-        if not any(d.status == DropStatus.PICKED_UP for d in drops):
-            _refusal(request, {d.pk: d.status for d in drops})
-            return None
-        form = FailForm(request.POST if "apply" in request.POST else None)
-        if not form.is_valid():
-            return _finishing_form(modeladmin, request, queryset, form, drops)
-        reason = form.cleaned_data["reason"]
-        result = move_drops_as_operator(
-            drop_ids=[d.pk for d in drops],
-            to=DropStatus.FAILED,
-            actor=_actor(request),
-            outcome=Outcome(failure_reason=reason),
-        )
-        _report(request, result, "failed")
-        label = FailureReason(reason).label.lower()
-        record(request, result.moved, f"Marked failed: {label} ({reason}).")
+@admin.action(description="Mark failed…", permissions=["dispatch"])
+def mark_failed(
+    modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
+) -> TemplateResponse | None:
+    drops = _drops_for_form(modeladmin.drops_of(queryset))
+    if not any(d.status == DropStatus.PICKED_UP for d in drops):
+        _refusal(request, {d.pk: d.status for d in drops})
         return None
-
-    return mark_failed
-
-
-def _dispatch_actions(drops_of: DropsOf) -> list:
-    """Admin actions for a queryset (orders or drops), each through the state machine, each
-    logged on the drops it changed (console.history)."""
-    return [
-        _assign_driver(drops_of),
-        _mover(
-            drops_of,
-            DropStatus.PICKED_UP,
-            "picked up",
-            "Mark picked up",
-            "Marked picked up.",
-            permission="dispatch",
-        ),
-        _mark_delivered(drops_of),
-        _mark_failed(drops_of),
-        _mover(
-            drops_of,
-            DropStatus.CANCELLED,
-            "cancelled (refunded)",
-            "Cancel (refund or reverse the charge)",
-            "Cancelled; the charge refunded (wallet) or reversed (invoice).",
-            permission="cancel",
-        ),
-    ]
+    form = FailForm(request.POST if "apply" in request.POST else None)
+    if not form.is_valid():
+        return _finishing_form(modeladmin, request, queryset, form, drops)
+    reason = form.cleaned_data["reason"]
+    result = move_drops_as_operator(
+        drop_ids=[d.pk for d in drops],
+        to=DropStatus.FAILED,
+        actor=_actor(request),
+        outcome=Outcome(failure_reason=reason),
+    )
+    _report(request, result, "failed")
+    label = FailureReason(reason).label.lower()
+    record(request, result.moved, f"Marked failed: {label} ({reason}).")
+    return None
 
 
 class DispatchAdmin(ServiceTimesAdmin, GatedActionsAdmin, ReadOnlyAdmin):
-    """Orders and drops are read-only; each move is an action behind its own permission."""
+    """Orders and drops are read-only; each move is an action behind its own permission,
+    through the state machine, logged on the drops it changed (console.history)."""
+
+    actions = [assign_driver, mark_picked_up, mark_delivered, mark_failed, mark_cancelled]
+
+    def drops_of(self, queryset: QuerySet) -> QuerySet[Drop]:
+        """The drops an action on this changelist's selection applies to."""
+        raise NotImplementedError
 
     def has_dispatch_permission(self, request):
         return request.user.has_perm("orders.dispatch_drop")
@@ -410,9 +408,10 @@ class OrderAdmin(DispatchAdmin):
     list_filter = [WaitingForDriverFilter, "environment", "drops__status"]
     search_fields = ["id", "business__name", "drops__client_order_id"]
     inlines = [DropInline]
-    actions = _dispatch_actions(
-        lambda orders: Drop.objects.filter(order__in=orders, status__in=[*ACTIVE_STATUSES])
-    )
+
+    def drops_of(self, queryset: QuerySet[Order]) -> QuerySet[Drop]:
+        """The selected orders' drops still on their way (an action moves no finished one)."""
+        return Drop.objects.filter(order__in=queryset, status__in=[*ACTIVE_STATUSES])
 
 
 @admin.register(Drop)
@@ -481,7 +480,9 @@ class DropAdmin(DispatchAdmin):
     ]
     readonly_fields = ["tracking_link", "pin_required", "photo"]
     inlines = [DeliveryEventInline]
-    actions = _dispatch_actions(lambda drops: Drop.objects.filter(pk__in=drops.values("pk")))
+
+    def drops_of(self, queryset: QuerySet[Drop]) -> QuerySet[Drop]:
+        return Drop.objects.filter(pk__in=queryset.values("pk"))
 
     @admin.display(description="Price", ordering="price")
     def price_column(self, drop: Drop) -> str:
