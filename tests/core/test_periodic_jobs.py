@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -152,6 +153,10 @@ def test_the_scheduler_thread_ticks_until_stopped():
     ticking.start()
     for _ in range(3):
         assert ticks.acquire(timeout=5)
+    started = time.monotonic()
     ticking.stop()
 
-    assert not ticking._thread.is_alive()
+    assert time.monotonic() - started < 1  # stopped at once, not after its join's timeout
+    while ticks.acquire(blocking=False):  # a tick that came before stop() returned
+        pass
+    assert not ticks.acquire(timeout=20 * ticking.every)  # and none after

@@ -1,5 +1,5 @@
 """Builders and readers shared by the geo tests: demo places, service areas, address drops,
-submitting a batch and reading its results, counting geocoder calls.
+submitting a batch and reading its results.
 
 Fixtures live in tests/fixtures.py.
 """
@@ -9,8 +9,6 @@ from __future__ import annotations
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
-from geo import geocoders
-from geo.geocoders import GazetteerGeocoder
 from geo.models import OpeningHours, ServiceArea
 from tests.factories import drop, group
 
@@ -98,21 +96,3 @@ def make_area(
         [OpeningHours(area=area, weekday=d, opens=opens, closes=closes) for d in days]
     )
     return area
-
-
-class CountingGazetteer(GazetteerGeocoder):
-    """The real gazetteer, recording which address keys each call asked about."""
-
-    def __init__(self, calls: list[list[str]]) -> None:
-        self.calls = calls
-
-    def geocode_many(self, addresses):
-        self.calls.append(sorted(addresses))
-        return super().geocode_many(addresses)
-
-
-def count_geocoder_calls(monkeypatch) -> list[list[str]]:
-    """Instrument the geocoder (the real one still answers); one list of keys per call."""
-    calls: list[list[str]] = []
-    monkeypatch.setattr(geocoders, "get_geocoders", lambda: [CountingGazetteer(calls)])
-    return calls
