@@ -2,7 +2,7 @@
 
 With WEBHOOK_ALLOW_PRIVATE_URLS (local demos and tests) plain http and private addresses
 are allowed. The rule is checked when an endpoint is saved and again at each delivery,
-where the address connected to is the address checked (events/delivery.py).
+where the address connected to is the address checked (events/transport.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def check_url(url: str) -> None:
 def checked_addresses(url: str) -> tuple[SplitResult, list[str]]:
     """Resolve the URL's host once and check every address; a caller connects to these.
 
-    At delivery (events/delivery.py) a name that resolved to a public address when the
+    At delivery (events/transport.py) a name that resolved to a public address when the
     endpoint was saved must not reach an internal one now (DNS rebinding), so nothing
     re-resolves between this check and the connection.
     """

@@ -19,17 +19,12 @@ from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
 
-from events.delivery import (
-    POLL_SECONDS,
-    USER_AGENT,
-    _take_turn,
-    claim_due,
-    lease_seconds,
-)
+from events.delivery import POLL_SECONDS, _take_turn, claim_due, lease_seconds
 from events.endpoints import resend_delivery, rotate_secret, send_test_event
 from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
 from events.selectors import event_object
 from events.tasks import purge_old_events, send_due_deliveries_of, sweep_deliveries
+from events.transport import USER_AGENT
 from tests.events.webhooks import deliveries_of, emit, make_endpoint, public_ids
 from tests.helpers import in_own_connection
 
@@ -480,7 +475,8 @@ def test_a_test_or_resend_during_a_pause_is_sent_when_it_ends_not_before(
 
 
 def test_each_timed_out_probe_about_doubles_the_pause(settings, clock, alice, endpoint):
-    from events.delivery import Outcome, record
+    from events.delivery import record
+    from events.transport import Outcome
 
     settings.WEBHOOK_RETRY_SCHEDULE = [5, 300, 1800, 7200]
     emit(alice, 6)
@@ -581,7 +577,7 @@ def test_https_goes_to_the_checked_address_with_the_urls_name_for_sni_and_certif
 
     ca = certificate_authority(tmp_path)
     receiver = start_receiver(tls=ca.server_context("hooks.example"))
-    monkeypatch.setattr("events.delivery.tls_context", ca.client_context)
+    monkeypatch.setattr("events.transport.tls_context", ca.client_context)
     loopback = lambda: "127.0.0.1"  # noqa: E731
     fake_dns(monkeypatch, {"hooks.example": loopback, "other.example": loopback})
     good = make_endpoint(alice, receiver.url(host="hooks.example"))
