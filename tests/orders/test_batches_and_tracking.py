@@ -84,7 +84,15 @@ def test_batch_lookup_follows_the_poll_url(open_for_business, alice, api):
 
 
 @pytest.mark.parametrize(
-    "batch_id", [str(uuid.uuid4()), "not-a-uuid", "12345", "%00", "1" * 300, "..%2F..%2Fetc"]
+    "batch_id",
+    [
+        "3f9d2c1e-8b7a-4c6d-9e5f-0a1b2c3d4e5f",
+        "not-a-uuid",
+        "12345",
+        "%00",
+        "1" * 300,
+        "..%2F..%2Fetc",
+    ],
 )
 def test_unknown_batch_is_404(open_for_business, alice, api, batch_id):
     create(api, alice.sandbox_key, group(drop()))

@@ -40,7 +40,14 @@ def edit(body: dict, path: tuple, value) -> dict:
     return body
 
 
-DELETE = object()
+class _Delete:
+    """The field left out (a stable repr: test ids must be the same in every process)."""
+
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+DELETE = _Delete()
 PICKUP = ("orders", 0, "pickup")
 DROP = ("orders", 0, "dropoff", 0)
 RECIPIENT = (*DROP, "dropoff")

@@ -123,7 +123,9 @@ def test_a_quote_of_another_body_is_409_mismatch(open_for_business, alice, api):
     assert not Batch.objects.exists()
 
 
-@pytest.mark.parametrize("quote_id", [str(uuid.uuid4()), "not-a-uuid", "bob's"])
+@pytest.mark.parametrize(
+    "quote_id", ["3f9d2c1e-8b7a-4c6d-9e5f-0a1b2c3d4e5f", "not-a-uuid", "bob's"]
+)
 def test_an_unknown_or_foreign_quote_is_404(open_for_business, alice, bob, api, quote_id):
     body = batch(group(drop("U-1")), client_batch_id="U")
     if quote_id == "bob's":
