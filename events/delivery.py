@@ -40,6 +40,7 @@ from django.db.models import Exists, Min, OuterRef
 from django.utils import timezone
 from django_tasks_db.utils import exclusive_transaction
 
+from core import stopping
 from events.models import Delivery, DeliveryAttempt, DeliveryStatus, WebhookEndpoint
 from events.transport import ERROR_CHARS, Outcome, attempt
 
@@ -240,7 +241,9 @@ class _Sender:
             thread.join()
 
     def out_of_budget(self) -> bool:
-        return time.monotonic() - self.started >= send_budget()
+        """The turn's time is spent, or its worker was asked to stop: a stop waits for the
+        attempts under way (a timeout at most), not for the rest of the turn's budget."""
+        return stopping.requested.is_set() or time.monotonic() - self.started >= send_budget()
 
     def send_endpoint(self, endpoint_id) -> None:
         """Send the endpoint's due deliveries, a batch at a time, until none is due, the

@@ -215,6 +215,31 @@ def test_a_hanging_endpoint_never_delays_its_business_other_endpoints_on_one_wor
     ]
 
 
+def test_a_worker_asked_to_stop_mid_turn_stops_after_the_attempt_under_way(
+    alice, webhook_receiver, tmp_path
+):
+    """A graceful stop (SIGTERM) waits for the attempt in flight, not for the rest of the
+    business's turn (up to 3 timeouts): what is left stays due for the next worker."""
+    endpoint = make_endpoint(alice, webhook_receiver.url())
+    webhook_receiver.trust(endpoint.secret).slow(1.0)  # 20 answers would take 20 s
+    worker = Worker(connection.settings_dict, tmp_path / "worker.log", env=LOOPBACK).start()
+    try:
+        emit(alice, 20)
+        webhook_receiver.wait_for(1)
+        asked = time.monotonic()
+        worker.stop()  # fails the test if the worker has not exited in STOP_SECONDS
+        took = time.monotonic() - asked
+    finally:
+        worker.kill()
+
+    assert took < 5, f"the stop took {took:.1f} s"
+    sent = len(webhook_receiver.received)
+    assert 1 <= sent < 6
+    pending = Delivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING)
+    assert pending.count() >= 20 - sent  # none lost: the unsent are left to the next worker
+    assert not turn_held(alice)  # and the turn is given up, not left to its lease
+
+
 def turn_held(tenant) -> bool:
     endpoints = WebhookEndpoint.objects.filter(business=tenant.business)
     return endpoints.filter(sending_until__gt=timezone.now()).exists()

@@ -25,6 +25,7 @@ from django_tasks_db.management.commands import db_worker as upstream
 from django_tasks_db.management.commands.db_worker import Command as WorkerCommand
 from django_tasks_db.management.commands.db_worker import valid_interval
 
+from core import stopping
 from core.scheduler import TICK_SECONDS, Scheduler
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,11 @@ MAX_WAIT_SECONDS = 10.0
 
 
 class ResilientWorker(upstream.Worker):
+    def shutdown(self, signum, frame) -> None:
+        """The library's graceful stop, told to the running task too (core.stopping)."""
+        stopping.requested.set()
+        super().shutdown(signum, frame)
+
     def run(self) -> None:
         wait = 1.0
         while True:
