@@ -32,9 +32,10 @@ run: $(STAMP)
 	@# Ctrl-C, SIGTERM or SIGHUP to make (it notices make's death), or either of them exiting.
 	@BASE_URL=$(BASE_URL) exec $(PY) bin/serve.py --bind $(HOST):$(PORT) --workers 2
 
-## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite).
+## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite),
+## in two processes (one per core; each has its own PostgreSQL, Redis and browser), a file each.
 test: $(STAMP) test-deps
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 ## make bench: figures on PostgreSQL + gunicorn; never run as tests.
 bench: $(STAMP)
