@@ -9,6 +9,31 @@ from tests.pgcluster import PostgresCluster
 pytest_plugins = ["tests.fixtures", "tests.redis_server", "tests.workers"]
 
 
+def pytest_configure(config):
+    """A distributed run's screenshots (tests/browser/) start from an empty folder, cleared
+    here by the process that starts the workers, before any of them takes one."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    import shutil
+
+    shutil.rmtree(_screenshots(), ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if not config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
+        return
+    taken = list(_screenshots().glob("*.png"))
+    if taken:
+        terminalreporter.write_sep("-", "browser screenshots")
+        terminalreporter.write_line(f"{len(taken)} screenshots in {_screenshots()}")
+
+
+def _screenshots():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster():
     cluster = PostgresCluster().start()

@@ -38,7 +38,8 @@ _taken: list[Path] = []
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _taken:
+    """In a one-process run (`pytest FILE`); tests/conftest.py says it for `make test`."""
+    if _taken and not os.environ.get("PYTEST_XDIST_WORKER"):
         terminalreporter.write_sep("-", "browser screenshots")
         terminalreporter.write_line(f"{len(_taken)} screenshots in {SCREENSHOTS}")
 
@@ -88,9 +89,11 @@ def page(new_page) -> Page:
 
 @pytest.fixture(scope="session")
 def screenshot_folder() -> Path:
-    # The folder shows this run only: last run's pictures would mislead.
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    SCREENSHOTS.mkdir(parents=True)
+    # The folder shows this run only: last run's pictures would mislead. Under `make test`'s
+    # two processes, the run that starts them clears it, once (tests/conftest.py).
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
 
 
