@@ -14,11 +14,19 @@ from core.api import ApiError, envelope, json_body, json_response, validation_er
 from core.cursors import InvalidCursor
 from core.formats import iso_z, money
 from core.serializers import QUERY_NOT_VALID, parse_query
-from orders.errors import BatchRefused
+from orders.errors import BatchRefused, QuoteNotFound
 from orders.inputs import BatchesQuery, BatchIn, idempotency_key_from, parse_batch
 from orders.schema import BATCH, BATCHES, BULK, QUOTE
 from orders.selectors import batch_detail, list_batches
 from orders.services import QuoteResult, create_batch, quote_batch
+
+# The HTTP status of each refusal of the batch service: a conflict with what was sent before,
+# but a quote that does not exist (docs/api.md, Errors).
+REFUSAL_STATUS: dict[type[BatchRefused], int] = {QuoteNotFound: 404}
+
+
+def refusal_status(refused: type[BatchRefused]) -> int:
+    return REFUSAL_STATUS.get(refused, 409)
 
 
 def base_url_of(request) -> str:
@@ -52,7 +60,9 @@ class OrderViewSet(viewsets.ViewSet):
                 base_url=base_url_of(request),
             )
         except BatchRefused as refused:
-            raise ApiError(refused.status, refused.code, refused.message) from refused
+            raise ApiError(
+                refusal_status(type(refused)), refused.code, refused.message
+            ) from refused
         headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
         return json_response(result.body, 200, headers)
 

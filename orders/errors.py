@@ -1,4 +1,5 @@
-"""What the batch service refuses, in the domain's words; the API maps each to its 409."""
+"""What the batch service refuses, in the domain's words; the API gives each its HTTP status
+(orders/api.REFUSAL_STATUS)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from __future__ import annotations
 class BatchRefused(Exception):
     """A batch that is not processed: nothing was written. `code` is its wire code."""
 
-    status = 409
     code = "BATCH_REFUSED"
     message = "The batch was refused."
 
@@ -25,7 +25,6 @@ class ClientBatchIdReused(BatchRefused):
 
 
 class QuoteNotFound(BatchRefused):
-    status = 404
     code = "NOT_FOUND"
     message = "No such quote."
 

@@ -20,6 +20,7 @@ from rest_framework import exceptions
 
 from core.api import _DRF_CODES, MAX_JSON_DEPTH
 from events.endpoints import EndpointRefused
+from orders.api import refusal_status
 from orders.errors import BatchRefused
 from tracking.listing import SYNC_MARGIN
 
@@ -57,9 +58,9 @@ def errors_the_api_answers() -> set[tuple[int, str]]:
         for path in (ROOT / package).rglob("*.py"):
             if "migrations" not in path.parts:
                 found |= literal_errors_in(path)
-    # Domain refusals carry their code; the views map them (orders/api.py takes the
-    # class's status, events/api.py answers every endpoint refusal with 409).
-    found |= {(cls.status, cls.code) for cls in leaf_classes(BatchRefused)}
+    # Domain refusals carry their code; the API layer gives the status (orders/api.py's
+    # REFUSAL_STATUS, events/api.py answers every endpoint refusal with 409).
+    found |= {(refusal_status(cls), cls.code) for cls in leaf_classes(BatchRefused)}
     found |= {(409, cls.code) for cls in leaf_classes(EndpointRefused)}
     # DRF's own exceptions, renamed by core.api.exception_handler.
     found |= {(cls.status_code, code) for cls, code in _DRF_CODES}
