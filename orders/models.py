@@ -28,6 +28,8 @@ class DropStatus(models.TextChoices):
     PICKED_UP = "PICKED_UP", "Picked up"
     DELIVERED = "DELIVERED", "Delivered"
     FAILED = "FAILED", "Failed"
+    RETURNING = "RETURNING", "Returning"
+    RETURNED = "RETURNED", "Returned"
     CANCELLED = "CANCELLED", "Cancelled"
 
 
@@ -45,6 +47,13 @@ class ProofMethod(models.TextChoices):
     NONE = "none", "None"
 
 
+class UndeliverableAction(models.TextChoices):
+    """What happens to a parcel whose delivery failed (docs/contract.md §19)."""
+
+    RETURN = "return", "Return to the pickup"
+    DISPOSE = "dispose", "Dispose"
+
+
 class SandboxScenario(models.TextChoices):
     """What the sandbox test driver does with a drop by itself (docs/contract.md §14)."""
 
@@ -59,8 +68,14 @@ ACTIVE_STATUSES = (
     DropStatus.PENDING,
     DropStatus.ASSIGNED,
     DropStatus.PICKED_UP,
+    DropStatus.RETURNING,
 )
-FINISHED_STATUSES = (DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED)
+FINISHED_STATUSES = (
+    DropStatus.DELIVERED,
+    DropStatus.FAILED,
+    DropStatus.RETURNED,
+    DropStatus.CANCELLED,
+)
 # The statuses a drop is created in (initial_status): SCHEDULED when its pickup is scheduled.
 INITIAL_STATUSES = (DropStatus.SCHEDULED, DropStatus.PENDING)
 # A drop as the bulk call wrote it and nothing has changed since: still in the status it was
@@ -295,6 +310,21 @@ class Drop(models.Model):
     # Where the courier is, as a fraction of the way from pickup to drop (0 = at the pickup),
     # while one is on the way; only the sandbox simulation sets it today.
     courier_progress = models.FloatField(null=True, blank=True)
+    # The promise to the recipient and the word to the courier (docs/contract.md §17).
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_end = models.DateTimeField(null=True, blank=True)
+    notes = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
+    # A failed delivery's parcel: back to the pickup, or disposed of (docs/contract.md §19).
+    undeliverable_action = models.CharField(
+        max_length=7,
+        choices=UndeliverableAction.choices,
+        default=UndeliverableAction.RETURN,
+        db_default=UndeliverableAction.RETURN,
+    )
+    returned_at = models.DateTimeField(null=True, blank=True)
+    return_received_by = models.CharField(  # noqa: DJ001
+        "return received by", max_length=200, null=True, blank=True
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -32,6 +32,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     DropStatus.PICKED_UP: frozenset({DropStatus.DELIVERED, DropStatus.FAILED}),
     DropStatus.DELIVERED: frozenset(),
     DropStatus.FAILED: frozenset(),
+    DropStatus.RETURNING: frozenset(),
+    DropStatus.RETURNED: frozenset(),
     DropStatus.CANCELLED: frozenset(),
 }
 HAPPY_PATH = [
