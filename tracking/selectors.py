@@ -19,6 +19,7 @@ from core.formats import WireTimes, moment_of
 from core.functions import IsoZ, MoneyText, TimeText, UuidText
 from core.lookups import any_values
 from core.reads import driver_rows, rows_compiled_once
+from core.rows import Shape
 from geo.geometry import DistancesFrom
 from orders.links import tracking_tokens, tracking_url
 from orders.models import (
@@ -35,60 +36,64 @@ from orders.models import (
 from tracking.eta import EtaModel
 from tracking.proof import photo_url
 
-# A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples in
-# this order (core.reads): its own row only. What the drops of one order share (the pickup, the
-# driver, the batch and the environment, which the ownership trigger keeps equal to the
-# order's: orders migration 0009) is read once per order. Times come as the database's
-# text, turned into the wire's once per distinct value (core.formats.WireTimes); the last
-# change only when it differs from the creation (most drops have not moved).
-_DROP_COLUMNS = (
-    "client_order_id",
-    "status",
-    TimeText("created_at"),
-    UuidText("id"),
-    UuidText("order_id"),
-    NullIf(TimeText("updated_at"), TimeText("created_at")),
-    "external_waybill",
-    "recipient_name",
-    "recipient_phone",
-    "lat",
-    "long",
-    "address",  # JSON text, parsed by entry() when present (the driver's rows: no converter)
-    "resolved",
-    MoneyText("price"),
-    "currency",
-    "pod_method",
-    "pod_received_by",
-    "pod_photo",
-    "failure_reason",
+# A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples
+# (core.reads) and named by these shapes (core.rows): its own row only. What the drops of one
+# order share (the pickup, the driver, the batch and the environment, which the ownership
+# trigger keeps equal to the order's: orders migration 0009) is read once per order. Times
+# come as the database's text, turned into the wire's once per distinct value
+# (core.formats.WireTimes); the last change only when it differs from the creation (most
+# drops have not moved).
+#
+# What choosing among the drops of one client_order_id needs (_choose), first in every read.
+DROP_KEY = Shape(
+    "DropKey",
+    client_order_id="client_order_id",
+    status="status",
+    created=TimeText("created_at"),
+    drop_id=UuidText("id"),
 )
-# Where _by_client_order_ids and _preferred find what they need in any row they are given.
-_CLIENT_ORDER_ID, _STATUS, _CREATED, _DROP_ID, _ORDER_ID = 0, 1, 2, 3, 4
-_ORDER_COLUMNS = (
-    UuidText("id"),
-    UuidText("batch_id"),
-    "environment",
-    "pickup_name",
-    "pickup_phone",
-    "pickup_lat",
-    "pickup_long",
-    "pickup_address",  # JSON text, like the drop's address
-    "pickup_resolved",
-    IsoZ("pickup_scheduled_at"),
-    "driver__name",
-    "driver__phone",
+DROP_SEEN = DROP_KEY.extended(
+    "DropSeen",
+    order_id=UuidText("order_id"),
+    changed=NullIf(TimeText("updated_at"), TimeText("created_at")),
+    waybill="external_waybill",
+    name="recipient_name",
+    phone="recipient_phone",
+    lat="lat",
+    long="long",
+    address="address",  # JSON text, parsed by entry() when present (driver rows: no converter)
+    resolved="resolved",
+    price=MoneyText("price"),
+    currency="currency",
+    pod_method="pod_method",
+    pod_received_by="pod_received_by",
+    pod_photo="pod_photo",
+    failure_reason="failure_reason",
+)
+ORDER_SEEN = Shape(
+    "OrderSeen",
+    order_id=UuidText("id"),
+    batch_id=UuidText("batch_id"),
+    environment="environment",
+    name="pickup_name",
+    phone="pickup_phone",
+    lat="pickup_lat",
+    long="pickup_long",
+    address="pickup_address",  # JSON text, like the drop's address
+    resolved="pickup_resolved",
+    scheduled=IsoZ("pickup_scheduled_at"),
+    driver="driver__name",
+    driver_phone="driver__phone",
 )
 
 
 def track_drops(*, business, environment: str, identifiers: list[str]) -> list[dict]:
     """One entry per distinct identifier, in request order; the active drop, else the newest."""
     wanted = list(dict.fromkeys(identifiers))
-    chosen = _choose(_by_client_order_ids(business, environment, wanted, _DROP_COLUMNS))
+    chosen = _choose(_by_client_order_ids(business, environment, wanted, DROP_SEEN))
     entries = _entries(chosen.values())
     return [
-        entries[chosen[i][_DROP_ID]]
-        if i in chosen
-        else {"client_order_id": i, "status": "NOT_FOUND"}
+        entries[chosen[i].drop_id] if i in chosen else {"client_order_id": i, "status": "NOT_FOUND"}
         for i in wanted
     ]
 
@@ -99,33 +104,32 @@ def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
     rows = rows_compiled_once(
         ("drops by id", form),
         [listed],
-        lambda: Drop.objects.filter(pk__any=drop_ids).order_by().values_list(*_DROP_COLUMNS),
+        lambda: (
+            Drop.objects.filter(pk__any=drop_ids).order_by().values_list(*DROP_SEEN.expressions)
+        ),
     )
-    return _entries(rows)
+    return _entries(DROP_SEEN.rows(rows))
 
 
 def pick_drop_ids(*, business, environment: str, identifiers: list[str]) -> dict[str, object]:
     """identifier → the id of its active drop, else its newest (one or two queries)."""
-    columns = ("client_order_id", "status", TimeText("created_at"), UuidText("id"))
-    chosen = _choose(_by_client_order_ids(business, environment, list(set(identifiers)), columns))
-    return {identifier: uuid.UUID(row[_DROP_ID]) for identifier, row in chosen.items()}
+    rows = _by_client_order_ids(business, environment, list(set(identifiers)), DROP_KEY)
+    return {identifier: uuid.UUID(row.drop_id) for identifier, row in _choose(rows).items()}
 
 
 def _entries(rows) -> dict[str, dict]:
-    """Drop rows (_DROP_COLUMNS tuples) as tracking entries by drop id text: their orders in
-    one query, their moves in at most one more."""
+    """Drop rows (DROP_SEEN) as tracking entries by drop id text: their orders in one
+    query, their moves in at most one more."""
     rows = list(rows)
     if not rows:
         return {}
-    orders = _orders_of({row[_ORDER_ID] for row in rows})
+    orders = _orders_of({row.order_id for row in rows})
     moves = _moves_of(rows, orders)
     context = _Context()
     # The links' tokens are made from the ids, all in one cipher call (orders/links.py).
-    tokens = tracking_tokens([row[_DROP_ID] for row in rows])
+    tokens = tracking_tokens([row.drop_id for row in rows])
     return {
-        row[_DROP_ID]: context.entry(
-            row, orders[row[_ORDER_ID]], moves.get(row[_DROP_ID], ()), token
-        )
+        row.drop_id: context.entry(row, orders[row.order_id], moves.get(row.drop_id, ()), token)
         for row, token in zip(rows, tokens, strict=True)
     }
 
@@ -143,23 +147,23 @@ class _Order:
         "scheduled",
     )
 
-    def __init__(self, row: tuple) -> None:
-        (_, batch_id, environment, name, phone, lat, long, address, resolved, scheduled, driver,
-         driver_phone) = row  # fmt: skip
-        self.batch_id, self.environment = batch_id, environment
+    def __init__(self, row) -> None:  # an ORDER_SEEN row
+        self.batch_id, self.environment = row.batch_id, row.environment
+        lat, long, scheduled = row.lat, row.long, row.scheduled
         self.distances, self.scheduled = DistancesFrom(lat, long), scheduled
         self.initial = initial_status(scheduled=scheduled is not None)
         self.pickup = {
-            "name": name,
-            "phone": phone,
+            "name": row.name,
+            "phone": row.phone,
             "lat": lat,
             "long": long,
-            "address": None if address is None else orjson.loads(address),
+            "address": None if row.address is None else orjson.loads(row.address),
             "scheduled_at": scheduled,
         }
-        if resolved:
+        if row.resolved:
             self.pickup["resolved_pin"] = {"lat": lat, "long": long}
-        self.driver = None if driver is None else {"name": driver, "phone": driver_phone}
+        driver = row.driver
+        self.driver = None if driver is None else {"name": driver, "phone": row.driver_phone}
 
 
 def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
@@ -167,9 +171,11 @@ def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
     rows = rows_compiled_once(
         ("tracking orders", form),
         [listed],
-        lambda: Order.objects.filter(pk__any=order_ids).order_by().values_list(*_ORDER_COLUMNS),
+        lambda: (
+            Order.objects.filter(pk__any=order_ids).order_by().values_list(*ORDER_SEEN.expressions)
+        ),
     )
-    return {row[0]: _Order(row) for row in rows}
+    return {row.order_id: _Order(row) for row in ORDER_SEEN.rows(rows)}
 
 
 def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
@@ -178,9 +184,7 @@ def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
     Moves only go forward, so a drop still in its initial status has none: only the others
     are looked up, in one query on (drop, at), or none when every drop is where it started.
     """
-    moved = [
-        uuid.UUID(row[_DROP_ID]) for row in rows if row[_STATUS] != orders[row[_ORDER_ID]].initial
-    ]
+    moved = [uuid.UUID(row.drop_id) for row in rows if row.status != orders[row.order_id].initial]
     events = defaultdict(list)
     if not moved:
         return events
@@ -193,54 +197,53 @@ def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
     return events
 
 
-def _by_client_order_ids(business, environment: str, ids: list[str], columns) -> list[tuple]:
-    """The drops that matter for these ids, as `columns` tuples (client_order_id, status,
-    created, drop id first): for each id its active drop, else all its finished ones (the
-    caller picks the newest). Active drops come through the unique index; only the ids left
-    without one are looked for among finished drops, through theirs (orders.models.Drop.Meta).
-    Two queries at most, one when every id is active."""
-    rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, columns)
-    found = {row[_CLIENT_ORDER_ID] for row in rows}
+def _by_client_order_ids(business, environment: str, ids: list[str], shape: Shape) -> list:
+    """The drops that matter for these ids, as rows of `shape` (DROP_KEY or one extending
+    it): for each id its active drop, else all its finished ones (the caller picks the
+    newest). Active drops come through the unique index; only the ids left without one are
+    looked for among finished drops, through theirs (orders.models.Drop.Meta). Two queries
+    at most, one when every id is active."""
+    rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, shape)
+    found = {row.client_order_id for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
-        rows += _drops_of(business, environment, FINISHED_STATUSES, rest, columns)
+        rows += _drops_of(business, environment, FINISHED_STATUSES, rest, shape)
     return rows
 
 
-def _drops_of(business, environment: str, statuses, ids: list[str], columns) -> list[tuple]:
+def _drops_of(business, environment: str, statuses, ids: list[str], shape: Shape) -> list:
     """The drops of these client_order_ids in these statuses: SQL compiled once per shape
     (core.reads.rows_compiled_once), since every tracking call makes this query."""
     form, listed = any_values(ids)
-    return rows_compiled_once(
-        ("tracking drops", columns, statuses, form),
-        [business.pk, environment, listed, *statuses],
-        lambda: (
-            Drop.objects.filter(business=business, environment=environment)
-            .filter(status__in=statuses, client_order_id__any=ids)
-            .order_by()
-            .values_list(*columns)
-        ),
+    return shape.rows(
+        rows_compiled_once(
+            ("tracking drops", shape.name, statuses, form),
+            [business.pk, environment, listed, *statuses],
+            lambda: (
+                Drop.objects.filter(business=business, environment=environment)
+                .filter(status__in=statuses, client_order_id__any=ids)
+                .order_by()
+                .values_list(*shape.expressions)
+            ),
+        )
     )
 
 
-def _choose(rows: list[tuple]) -> dict[str, tuple]:
+def _choose(rows: list) -> dict[str, tuple]:
     """client_order_id → its active drop's row, else its newest finished one's."""
     chosen: dict[str, tuple] = {}
     for row in rows:
-        current = chosen.get(row[_CLIENT_ORDER_ID])
+        current = chosen.get(row.client_order_id)
         if current is None or _preferred(row, current):
-            chosen[row[_CLIENT_ORDER_ID]] = row
+            chosen[row.client_order_id] = row
     return chosen
 
 
-def _preferred(row: tuple, current: tuple) -> bool:
-    row_active = row[_STATUS] in ACTIVE_STATUSES
-    if row_active != (current[_STATUS] in ACTIVE_STATUSES):
+def _preferred(row, current) -> bool:
+    row_active = row.status in ACTIVE_STATUSES
+    if row_active != (current.status in ACTIVE_STATUSES):
         return row_active
-    return (moment_of(row[_CREATED]), row[_DROP_ID]) > (
-        moment_of(current[_CREATED]),
-        current[_DROP_ID],
-    )
+    return (moment_of(row.created), row.drop_id) > (moment_of(current.created), current.drop_id)
 
 
 # Plain strings: an enum member costs a descriptor call on every access, thousands per answer.
@@ -269,31 +272,36 @@ class _Context:
             moment = self.moments[text] = datetime.fromisoformat(text)
         return moment
 
-    def entry(self, row: tuple, order: _Order, moves, token: str) -> dict:
-        (client_order_id, status, created, drop_id, order_id, changed, waybill, name, phone,
-         lat, long, address, resolved, price, currency, pod_method, pod_received_by, pod_photo,
-         failure_reason) = row  # fmt: skip
-        created = self.times.iso_z(created)
+    def entry(self, row, order: _Order, moves, token: str) -> dict:  # a DROP_SEEN row
+        created = self.times.iso_z(row.created)
+        status, drop_id, changed = row.status, row.drop_id, row.changed
+        lat, long, address = row.lat, row.long, row.address
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
         if address is not None:
             address = orjson.loads(address)
-        dropoff = {"name": name, "phone": phone, "lat": lat, "long": long, "address": address}
-        if resolved:
+        dropoff = {
+            "name": row.name,
+            "phone": row.phone,
+            "lat": lat,
+            "long": long,
+            "address": address,
+        }
+        if row.resolved:
             dropoff["resolved_pin"] = {"lat": lat, "long": long}
         return {
-            "client_order_id": client_order_id,
+            "client_order_id": row.client_order_id,
             "status": status,
             "drop_id": drop_id,
-            "pass_order_id": order_id,
+            "pass_order_id": row.order_id,
             "batch_id": order.batch_id,
-            "external_waybill": waybill,
+            "external_waybill": row.waybill,
             "environment": order.environment,
             "pickup": order.pickup,
             "dropoff": dropoff,
             "driver": order.driver,
-            "price": price,
-            "currency": currency,
+            "price": row.price,
+            "currency": row.currency,
             "created_at": created,
             "updated_at": created if changed is None else self.times.iso_z(changed),
             "events": events,
@@ -303,8 +311,8 @@ class _Context:
             "tracking_url": self.link + token,
             "proof_of_delivery": None
             if status != _DELIVERED
-            else _proof(drop_id, pod_method, pod_received_by, pod_photo, events),
-            "failure": None if status != _FAILED else _failure(failure_reason, events),
+            else _proof(drop_id, row.pod_method, row.pod_received_by, row.pod_photo, events),
+            "failure": None if status != _FAILED else _failure(row.failure_reason, events),
         }
 
     def _eta(
