@@ -238,6 +238,10 @@ SUPPORT_EMAIL = env.str("SUPPORT_EMAIL", default="support@example.com")
 DISPATCH_MINUTES = env_int("DISPATCH_MINUTES", default=15, minimum=0)
 COURIER_SPEED_KMH = env_float("COURIER_SPEED_KMH", default=25.0, above=0)
 HANDLING_MINUTES = env_int("HANDLING_MINUTES", default=5, minimum=0)
+# Drop-off windows (docs/contract.md §17, orders/windows.py): the shortest window a drop may
+# ask for, and how far ahead its start may be.
+MIN_WINDOW_MINUTES = env_int("MIN_WINDOW_MINUTES", default=30, minimum=0)
+MAX_SCHEDULE_DAYS = env_int("MAX_SCHEDULE_DAYS", default=7, minimum=1)
 # The recipient's side (docs/contract.md §14). Links are BASE_URL + /t/<token>; without BASE_URL
 # (a local run) they point at PUBLIC_URL_FALLBACK.
 PUBLIC_URL_FALLBACK = "http://127.0.0.1:8000"

@@ -54,6 +54,15 @@ class UndeliverableAction(models.TextChoices):
     DISPOSE = "dispose", "Dispose"
 
 
+class WindowStatus(models.TextChoices):
+    """Whether a drop keeps its drop-off window (docs/contract.md §17); null without one."""
+
+    ON_TRACK = "on_track", "On track"
+    AT_RISK = "at_risk", "At risk"  # still active, and the ETA is after the window's end
+    MET = "met", "Met"  # delivered by the window's end
+    MISSED = "missed", "Missed"  # finished otherwise: delivered late, failed or cancelled
+
+
 class SandboxScenario(models.TextChoices):
     """What the sandbox test driver does with a drop by itself (docs/contract.md §14)."""
 
@@ -314,6 +323,15 @@ class Drop(models.Model):
     window_start = models.DateTimeField(null=True, blank=True)
     window_end = models.DateTimeField(null=True, blank=True)
     notes = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
+    # Kept current by every move and every minute (tracking/windows.py): GET /orders filters
+    # on it through its own index. While on_track, window_risk_at is when the ETA passes the
+    # window's end if nothing moves (the ETA model only grows with time until a move), so the
+    # minute's job finds the drops turning at_risk by index; window_alerted once it has said so.
+    window_status = models.CharField(  # noqa: DJ001
+        max_length=8, choices=WindowStatus.choices, null=True, blank=True
+    )
+    window_risk_at = models.DateTimeField(null=True, blank=True)
+    window_alerted = models.BooleanField(default=False, db_default=False)
     # A failed delivery's parcel: back to the pickup, or disposed of (docs/contract.md §19).
     undeliverable_action = models.CharField(
         max_length=7,
@@ -358,6 +376,20 @@ class Drop(models.Model):
                 fields=["business", "environment", "status", "updated_at", "id"],
                 condition=~UNCHANGED_SINCE_CREATED,
                 name="drop_listing_by_change",
+            ),
+            # GET /orders?window_status= (tracking/listing.py), newest first: one index range per
+            # (window status, status), as drop_listing_by_created; only drops with a window.
+            models.Index(
+                fields=["business", "environment", "window_status", "status", "created_at", "id"],
+                condition=Q(window_status__isnull=False),
+                name="drop_listing_by_window",
+            ),
+            # The minute's job (tracking/windows.py): the drops on track whose ETA has passed
+            # their window's end, found by when that happens.
+            models.Index(
+                fields=["window_risk_at"],
+                condition=Q(window_status="on_track"),
+                name="drop_window_risk_due",
             ),
             # The sandbox scenario runner's queue: only drops with a step still to come.
             models.Index(
