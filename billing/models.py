@@ -28,13 +28,25 @@ class PricingPlan(models.Model):
     base_fee = models.DecimalField(**MONEY)
     per_km_fee = models.DecimalField(**MONEY)
     included_km = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
+    # What a returned drop costs, as a share of its delivery price (docs/contract.md §19).
+    return_fee_percent = models.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        default=Decimal("50.00"),
+        db_default=Decimal("50.00"),
+        help_text="Charged when a failed drop is back at its pickup (RETURNED), in % of its price.",
+    )
 
     class Meta:
         constraints = [
             models.CheckConstraint(
                 condition=Q(base_fee__gte=0) & Q(per_km_fee__gte=0) & Q(included_km__gte=0),
                 name="pricing_plan_non_negative",
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(return_fee_percent__gte=0) & Q(return_fee_percent__lte=100),
+                name="pricing_plan_return_fee_percent_0_100",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -42,13 +54,19 @@ class PricingPlan(models.Model):
 
 
 class Wallet(models.Model):
-    """One per business and environment. Its row lock also serialises that account's batches."""
+    """One per business and environment. Its row lock also serialises that account's batches.
+
+    `owed` is what a charge after creation (a return fee) could not take from the balance:
+    the next credit pays it first, and while it is above zero new drops are refused
+    (docs/contract.md §19). balance = sum(entries.amount), owed = sum(entries.owed_change).
+    """
 
     business = models.ForeignKey(
         "accounts.Business", on_delete=models.CASCADE, related_name="wallets"
     )
     environment = models.CharField(max_length=10, choices=Environment.choices)
     balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    owed = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -57,6 +75,7 @@ class Wallet(models.Model):
                 fields=["business", "environment"], name="wallet_per_environment"
             ),
             models.CheckConstraint(condition=Q(balance__gte=0), name="wallet_balance_non_negative"),
+            models.CheckConstraint(condition=Q(owed__gte=0), name="wallet_owed_non_negative"),
         ]
         permissions = [("adjust_wallet", "Can top up and adjust a wallet")]
 
@@ -69,15 +88,25 @@ class EntryKind(models.TextChoices):
     ORDER_DEBIT = "ORDER_DEBIT", "Order debit"
     REFUND = "REFUND", "Refund"
     ADJUSTMENT = "ADJUSTMENT", "Adjustment"
+    RETURN_FEE = "RETURN_FEE", "Return fee"
+    OWED_PAYMENT = "OWED_PAYMENT", "Owed paid"
 
 
 class LedgerEntry(models.Model):
-    """A signed movement of a wallet: a new row, never an edit. balance = sum(amount)."""
+    """A signed movement of a wallet: a new row, never an edit.
+
+    balance = sum(amount) and owed = sum(owed_change). A charge after creation takes what
+    the balance covers as `amount` and records the rest as `owed_change` (its cost is
+    owed_change - amount); an OWED_PAYMENT moves money from the balance to what is owed
+    (amount = owed_change, both negative).
+    """
 
     wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="entries")
     kind = models.CharField(max_length=12, choices=EntryKind.choices)
     amount = models.DecimalField(**MONEY)
     balance_after = models.DecimalField(**MONEY)
+    owed_change = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
+    owed_after = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
     # A batch's drops are charged by one ORDER_DEBIT for the batch, their prices on the
     # drops (docs/decisions.md); a refund names its drop. Entries written before migration
     # 0003 debit one drop each.
@@ -101,7 +130,10 @@ class LedgerEntry(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(balance_after__gte=0), name="ledger_balance_after_non_negative"
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(owed_after__gte=0), name="ledger_owed_after_non_negative"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -110,6 +142,7 @@ class LedgerEntry(models.Model):
 
 # A balance is stored twice (the wallet's, an entry's balance_after): it must fit both.
 MAX_BALANCE = min(largest_value(Wallet, "balance"), largest_value(LedgerEntry, "balance_after"))
+MAX_OWED = min(largest_value(Wallet, "owed"), largest_value(LedgerEntry, "owed_after"))
 
 
 class InvoiceStatus(models.TextChoices):

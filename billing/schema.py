@@ -16,10 +16,20 @@ class Pricing(serializers.Serializer):
     base_fee = money(allow_null=True)
     per_km_fee = money(allow_null=True)
     included_km = serializers.CharField(allow_null=True, help_text="Decimal string, in km.")
+    return_fee_percent = serializers.CharField(
+        allow_null=True,
+        help_text="Decimal string: the share of a drop's price charged when it is RETURNED "
+        "(docs/contract.md §19).",
+    )
 
 
 class Wallet(serializers.Serializer):
     balance = money()
+    owed = money(
+        help_text="What a charge after creation (a return fee) could not take from the balance. "
+        "The next top-up pays it first; while it is above 0.00, new drops are rejected "
+        "INSUFFICIENT_BALANCE (docs/contract.md §19)."
+    )
 
 
 class CurrentInvoice(serializers.Serializer):
@@ -43,6 +53,6 @@ ACCOUNT = operation(
     "account",
     "The calling account: pricing and balance",
     "The business, the key's environment, the billing model and pricing, and the wallet "
-    "balance (wallet accounts) or this month's invoice (invoiced accounts).",
+    "balance and what it owes (wallet accounts) or this month's invoice (invoiced accounts).",
     responses={200: success("Account", Account), **EVERY_CALL},
 )

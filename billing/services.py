@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -15,6 +16,7 @@ from django.utils import timezone
 from accounts.models import BillingModel, Business
 from billing.models import (
     MAX_BALANCE,
+    MAX_OWED,
     EntryKind,
     Invoice,
     InvoiceLine,
@@ -42,8 +44,20 @@ def lock_account(*, business: Business, environment: str) -> Wallet:
 
 def read_balance(*, business: Business, environment: str) -> Decimal:
     """The wallet's balance now, without a lock: a snapshot to decide against."""
-    return Wallet.objects.values_list("balance", flat=True).get(
-        business=business, environment=environment
+    return read_wallet(business=business, environment=environment).balance
+
+
+class WalletNow(NamedTuple):
+    balance: Decimal
+    owed: Decimal
+
+
+def read_wallet(*, business: Business, environment: str) -> WalletNow:
+    """The wallet's balance and what it owes now, without a lock: a snapshot to decide against."""
+    return WalletNow(
+        *Wallet.objects.values_list("balance", "owed").get(
+            business=business, environment=environment
+        )
     )
 
 
@@ -61,7 +75,11 @@ def invoice_period(moment: datetime) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Movement:
-    """One ledger entry to append: signed amount, what it is for, who made it."""
+    """One ledger entry to append: signed amount, what it is for, who made it.
+
+    `may_owe` marks a charge after creation (a return fee): what the balance cannot cover
+    is recorded as owed instead of refused (docs/contract.md §19).
+    """
 
     kind: str
     amount: Decimal
@@ -69,39 +87,64 @@ class Movement:
     actor_id: int | None = None
     note: str = ""
     batch_id: object = None
+    may_owe: bool = False
 
 
 LEDGER_FIELDS = (
     "wallet_id", "kind", "amount", "balance_after", "drop_id", "actor_id", "note", "created_at",
-    "batch_id",
+    "batch_id", "owed_change", "owed_after",
 )  # fmt: skip
+ZERO = Decimal("0.00")
+
+
+def _entries_of(move: Movement, balance: Decimal, owed: Decimal) -> list[tuple[Movement, Decimal]]:
+    """The entries a movement becomes, each with its owed change (docs/contract.md §19).
+
+    A charge that may owe takes what the balance covers and owes the rest; a credit while
+    something is owed is followed by an OWED_PAYMENT of as much of it as the credit covers.
+    """
+    if move.may_owe and move.amount < 0 and -move.amount > balance:
+        return [(replace(move, amount=-balance), -move.amount - balance)]
+    if move.amount > 0 and owed > 0:
+        paid = min(move.amount, owed)
+        payment = Movement(EntryKind.OWED_PAYMENT, -paid, note=f"Paid from this {move.kind}")
+        return [(move, ZERO), (payment, -paid)]
+    return [(move, ZERO)]
 
 
 def append_entries(*, wallet: Wallet, movements: list[Movement], at: datetime) -> Decimal:
     """The one way money moves: append entries with running balances, then set the balance.
 
     The caller holds the account lock (lock_account). Refuses, writing nothing, if the
-    balance would go below zero at any entry; the database CHECKs say the same.
+    balance would go below zero at any entry; the database CHECKs say the same. Each entry
+    also carries its change of what is owed, so balance and owed are each a sum of entries.
     """
-    balance, rows = wallet.balance, []
-    for move in movements:
-        balance += move.amount
-        if balance < 0:
-            raise BillingError(f"The balance would become negative ({balance}).")
-        if balance > MAX_BALANCE:
-            raise BillingError(
-                f"The balance would become {balance}, more than a wallet can hold "
-                f"({MAX_BALANCE}): nothing was recorded."
-            )
-        rows.append((
-            wallet.pk, move.kind, move.amount, balance, move.drop_id, move.actor_id, move.note, at,
-            move.batch_id,
-        ))  # fmt: skip
+    balance, owed, rows = wallet.balance, wallet.owed, []
+    for requested in movements:
+        for move, owed_change in _entries_of(requested, balance, owed):
+            balance, owed = balance + move.amount, owed + owed_change
+            _check_bounds(balance, owed)
+            rows.append((
+                wallet.pk, move.kind, move.amount, balance, move.drop_id, move.actor_id,
+                move.note, at, move.batch_id, owed_change, owed,
+            ))  # fmt: skip
     insert_rows(LedgerEntry, LEDGER_FIELDS, rows)
-    Wallet.objects.filter(pk=wallet.pk).update(balance=balance, updated_at=at)
-    before, wallet.balance = wallet.balance, balance
+    Wallet.objects.filter(pk=wallet.pk).update(balance=balance, owed=owed, updated_at=at)
+    before, wallet.balance, wallet.owed = wallet.balance, balance, owed
     _tell_if_low(wallet, before, at)
     return balance
+
+
+def _check_bounds(balance: Decimal, owed: Decimal) -> None:
+    if balance < 0:
+        raise BillingError(f"The balance would become negative ({balance}).")
+    if balance > MAX_BALANCE:
+        raise BillingError(
+            f"The balance would become {balance}, more than a wallet can hold "
+            f"({MAX_BALANCE}): nothing was recorded."
+        )
+    if owed > MAX_OWED:
+        raise BillingError(f"What is owed would become {owed}, more than a wallet can record.")
 
 
 def _tell_if_low(wallet: Wallet, before: Decimal, at: datetime) -> None:
@@ -250,11 +293,12 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
             "base_fee": money(plan.base_fee) if plan else None,
             "per_km_fee": money(plan.per_km_fee) if plan else None,
             "included_km": str(plan.included_km) if plan else None,
+            "return_fee_percent": str(plan.return_fee_percent) if plan else None,
         },
     }
     if business.billing_model == BillingModel.WALLET:
         wallet = Wallet.objects.get(business=business, environment=environment)
-        summary["wallet"] = {"balance": money(wallet.balance)}
+        summary["wallet"] = {"balance": money(wallet.balance), "owed": money(wallet.owed)}
     else:
         period = invoice_period(at)
         invoice = Invoice.objects.filter(
@@ -376,3 +420,47 @@ def refund_drops(*, business: Business, environment: str, drops: list, at: datet
     InvoiceLine.objects.bulk_create(lines)
     for invoice_id, total in totals.items():
         Invoice.objects.filter(pk=invoice_id).update(accrued=F("accrued") - total)
+
+
+def return_fee(plan: PricingPlan | None, price: Decimal | None) -> Decimal:
+    """return_fee_percent of the plan, of a drop's delivery price, half-up to cents."""
+    if plan is None or not price:
+        return ZERO
+    return (price * plan.return_fee_percent / 100).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def charge_return_fees(*, drops: list, at: datetime) -> None:
+    """RETURN_FEE for drops that came back to their pickup (docs/contract.md §19).
+
+    Runs in the transaction of the move to RETURNED. Each account is locked (its movers took
+    the lock before the drops' rows, tracking.services; taking it again is free); a wallet
+    is charged what its balance covers and owes the rest, an invoiced account gets a line.
+    """
+    by_account: dict[tuple, list] = {}
+    for drop in drops:
+        by_account.setdefault((drop.business_id, drop.environment), []).append(drop)
+    businesses = Business.objects.select_related("pricing_plan").in_bulk(
+        [business_id for business_id, _ in by_account]
+    )
+    for (business_id, environment), returned in sorted(by_account.items()):
+        business = businesses[business_id]
+        fees = [(d.pk, return_fee(business.pricing_plan, d.price)) for d in returned]
+        fees = [(pk, fee) for pk, fee in fees if fee]
+        if not fees:
+            continue
+        wallet = lock_account(business=business, environment=environment)
+        if business.billing_model == BillingModel.WALLET:
+            movements = [
+                Movement(EntryKind.RETURN_FEE, -fee, pk, note="Returned", may_owe=True)
+                for pk, fee in fees
+            ]
+            append_entries(wallet=wallet, movements=movements, at=at)
+        else:
+            invoice = open_invoice(business=business, environment=environment, at=at)
+            insert_rows(
+                InvoiceLine,
+                ("invoice_id", "drop_id", "amount", "description", "created_at"),
+                [(invoice.pk, pk, fee, "Return fee", at) for pk, fee in fees],
+            )
+            total = sum((fee for _, fee in fees), ZERO)
+            Invoice.objects.filter(pk=invoice.pk).update(accrued=F("accrued") + total)

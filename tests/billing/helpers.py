@@ -16,19 +16,24 @@ def wallet_of(tenant, environment: str = "sandbox") -> Wallet:
 
 
 def assert_ledger_consistent(tenant, environment: str = "sandbox") -> Decimal:
-    """balance = sum of entries >= 0, and every entry's balance_after follows from the last.
+    """balance = sum of entries' amounts >= 0 and owed = sum of their owed changes >= 0, and
+    every entry's balance_after and owed_after follow from the last (docs/contract.md §19).
 
     Returns the balance so a test can also pin its exact value.
     """
     wallet = wallet_of(tenant, environment)
-    total = wallet.entries.aggregate(total=Sum("amount"))["total"] or Decimal("0.00")
+    totals = wallet.entries.aggregate(balance=Sum("amount"), owed=Sum("owed_change"))
     assert wallet.balance >= 0
-    assert wallet.balance == total
-    running = Decimal("0.00")
+    assert wallet.owed >= 0
+    assert wallet.balance == (totals["balance"] or Decimal("0.00"))
+    assert wallet.owed == (totals["owed"] or Decimal("0.00"))
+    balance = owed = Decimal("0.00")
     for entry in LedgerEntry.objects.filter(wallet=wallet).order_by("id"):
-        running += entry.amount
-        assert entry.balance_after == running, f"{entry} breaks the balance_after chain"
+        balance, owed = balance + entry.amount, owed + entry.owed_change
+        assert entry.balance_after == balance, f"{entry} breaks the balance_after chain"
+        assert entry.owed_after == owed, f"{entry} breaks the owed_after chain"
         assert entry.balance_after >= 0
+        assert entry.owed_after >= 0
     return wallet.balance
 
 

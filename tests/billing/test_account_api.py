@@ -30,7 +30,12 @@ def test_wallet_account_shows_its_pricing_and_the_balance_of_the_keys_environmen
         per_km_fee="0.25",
         included_km="2.5",
     )
-    pricing = {"base_fee": "1.50", "per_km_fee": "0.25", "included_km": "2.50"}
+    pricing = {
+        "base_fee": "1.50",
+        "per_km_fee": "0.25",
+        "included_km": "2.50",
+        "return_fee_percent": "50.00",
+    }
     business = {"id": str(tenant.business.pk), "name": "Wallet Shop"}
 
     assert account(api, tenant.sandbox_key) == {
@@ -39,7 +44,7 @@ def test_wallet_account_shows_its_pricing_and_the_balance_of_the_keys_environmen
         "billing_model": "wallet",
         "currency": "USD",
         "pricing": pricing,
-        "wallet": {"balance": "56.70"},
+        "wallet": {"balance": "56.70", "owed": "0.00"},
     }
     assert account(api, tenant.live_key) == {
         "business": business,
@@ -47,19 +52,19 @@ def test_wallet_account_shows_its_pricing_and_the_balance_of_the_keys_environmen
         "billing_model": "wallet",
         "currency": "USD",
         "pricing": pricing,
-        "wallet": {"balance": "12.34"},
+        "wallet": {"balance": "12.34", "owed": "0.00"},
     }
 
 
 def test_wallet_balance_follows_debits_and_refunds(open_for_business, alice, api):
     api.bulk(batch(group(drop("A-1"), drop("A-2", **SHOP))), alice.sandbox_key)
-    assert account(api, alice.sandbox_key)["wallet"] == {"balance": "95.17"}
+    assert account(api, alice.sandbox_key)["wallet"] == {"balance": "95.17", "owed": "0.00"}
 
     api.post("/orders/cancel", {"identifiers": ["A-2"]}, alice.sandbox_key)
 
-    assert account(api, alice.sandbox_key)["wallet"] == {"balance": "97.17"}
+    assert account(api, alice.sandbox_key)["wallet"] == {"balance": "97.17", "owed": "0.00"}
     assert assert_ledger_consistent(alice) == Decimal("97.17")
-    assert account(api, alice.live_key)["wallet"] == {"balance": "100.00"}
+    assert account(api, alice.live_key)["wallet"] == {"balance": "100.00", "owed": "0.00"}
 
 
 def test_invoiced_account_shows_the_current_invoice_instead_of_a_wallet(
@@ -71,7 +76,12 @@ def test_invoiced_account_shows_the_current_invoice_instead_of_a_wallet(
         "environment": "sandbox",
         "billing_model": "invoiced",
         "currency": "USD",
-        "pricing": {"base_fee": "2.00", "per_km_fee": "0.50", "included_km": "0.00"},
+        "pricing": {
+            "base_fee": "2.00",
+            "per_km_fee": "0.50",
+            "included_km": "0.00",
+            "return_fee_percent": "50.00",
+        },
         "invoice": {"period": "2026-11", "accrued": "0.00", "status": "OPEN"},
     }
     assert account(api, tenant.sandbox_key) == expected  # before any invoice row exists
@@ -93,7 +103,7 @@ def test_account_never_shows_another_business(open_for_business, alice, bob, api
     data = account(api, alice.sandbox_key)
 
     assert data["business"] == {"id": str(alice.business.pk), "name": "Alice Shop"}
-    assert data["wallet"] == {"balance": "100.00"}
+    assert data["wallet"] == {"balance": "100.00", "owed": "0.00"}
 
 
 def test_account_without_a_key_is_401(api, db):
@@ -145,5 +155,10 @@ def test_provision_business_command_options_show_in_the_account(db, api):
     data = account(api, keys["live_key"])
 
     assert data["billing_model"] == "invoiced"
-    assert data["pricing"] == {"base_fee": "0.99", "per_km_fee": "0.33", "included_km": "1.00"}
+    assert data["pricing"] == {
+        "base_fee": "0.99",
+        "per_km_fee": "0.33",
+        "included_km": "1.00",
+        "return_fee_percent": "50.00",
+    }
     assert Business.objects.get(pk=keys["business_id"]).net_days == 7

@@ -70,10 +70,10 @@ def test_provision_business_defaults_to_a_live_wallet_account(api):
     sandbox = account(api, printed["sandbox_key"])
     assert sandbox["business"]["id"] == printed["business_id"]
     assert sandbox["environment"] == "sandbox"
-    assert sandbox["wallet"] == {"balance": "100.00"}
+    assert sandbox["wallet"] == {"balance": "100.00", "owed": "0.00"}
     live = account(api, printed["live_key"])
     assert live["environment"] == "live"
-    assert live["wallet"] == {"balance": "0.00"}
+    assert live["wallet"] == {"balance": "0.00", "owed": "0.00"}
 
 
 @pytest.mark.parametrize(
@@ -122,12 +122,17 @@ def test_provision_business_sets_wallet_balances_and_pricing(api):
         Decimal("0.25"),
         Decimal("2.5"),
     )
-    pricing = {"base_fee": "1.50", "per_km_fee": "0.25", "included_km": "2.50"}
+    pricing = {
+        "base_fee": "1.50",
+        "per_km_fee": "0.25",
+        "included_km": "2.50",
+        "return_fee_percent": "50.00",
+    }
     live = account(api, printed["live_key"])
-    assert live["wallet"] == {"balance": "12.34"}
+    assert live["wallet"] == {"balance": "12.34", "owed": "0.00"}
     assert live["pricing"] == pricing
     sandbox = account(api, printed["sandbox_key"])
-    assert sandbox["wallet"] == {"balance": "56.78"}
+    assert sandbox["wallet"] == {"balance": "56.78", "owed": "0.00"}
     assert sandbox["pricing"] == pricing
 
 

@@ -272,7 +272,7 @@ def test_the_account_shows_only_the_callers_business_and_environment(world, api,
     data = reply.json()["data"]
     assert data["business"] == {"id": str(me.business.pk), "name": me.business.name}
     assert data["environment"] == me.environment
-    assert data["wallet"] == {"balance": money(me.balance())}
+    assert data["wallet"] == {"balance": money(me.balance()), "owed": "0.00"}
     assert me.balance() != them.balance()
     assert_nothing_of(them, me, reply.content)
 
