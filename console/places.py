@@ -18,17 +18,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from core.csv_files import MAX_FILE_BYTES, MAX_FILE_LABEL, CsvUnreadable
 from geo.geocoders import forget_cached_results
 from geo.models import Place
-from geo.places import (
-    ALIAS_SEPARATOR,
-    MAX_FILE_BYTES,
-    MAX_FILE_LABEL,
-    LoadedPlaces,
-    PlacesFileUnreadable,
-    load_places,
-    read_places,
-)
+from geo.places import ALIAS_SEPARATOR, LoadedPlaces, load_places, read_places
 
 LOAD_PERMISSION = "geo.load_places"
 SIGNING_SALT = "console.places.load"
@@ -105,7 +98,7 @@ class PlaceAdmin(admin.ModelAdmin):
         data = form.cleaned_data["file"]
         try:
             preview = read_places(data)
-        except PlacesFileUnreadable as unreadable:
+        except CsvUnreadable as unreadable:
             for message in unreadable.messages:
                 form.add_error("file", message)
             return self._page(request, form=form, status=400)
@@ -142,7 +135,7 @@ class PlaceAdmin(admin.ModelAdmin):
             raise PermissionDenied
         try:
             loaded = load_places(data=signed["text"].encode())
-        except PlacesFileUnreadable as unreadable:  # cannot happen to a previewed file
+        except CsvUnreadable as unreadable:  # cannot happen to a previewed file
             messages.error(request, " ".join(unreadable.messages))
             return redirect(reverse("admin:geo_place_load"))
         if loaded.added:  # the console's log (Recent actions, each place's History)

@@ -9,9 +9,7 @@ guarantee is the API's. The columns and choices are documented in docs/csv.md.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import re
 import sys
 import uuid
@@ -24,10 +22,9 @@ from django.conf import settings
 
 from accounts.models import Environment
 from core.api import ApiError
+from core.csv_files import CsvUnreadable, read_table
 from orders.inputs import BatchIn, parse_batch
 
-MAX_FILE_BYTES = 5 * 1024 * 1024
-MAX_FILE_LABEL = "5 MB"
 # Problems listed on the page; past it they are only counted.
 MAX_PROBLEMS_SHOWN = 100
 ROWS_NAMED = 5  # in one problem of a pickup group; the others are counted
@@ -71,7 +68,6 @@ UPLOAD_NAMESPACE = uuid.UUID("38bc9fa4-6085-4641-bb28-e3b0b115d4e9")
 
 # A number as a spreadsheet writes it with a `.` decimal point: no exponent, no NaN.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-_HEADER_SPACES = re.compile(r"[\s\-]+")
 _MORE = re.compile(r"… and (\d+) more")
 _BULK_PATH = re.compile(
     r"orders\[(?P<group>\d+)\](?:\.dropoff\[(?P<drop>\d+)\])?(?:\.(?P<rest>.+))?"
@@ -102,14 +98,6 @@ _PICKUP_FIELDS = {
 }
 # The pipeline's words for a JSON field, in a spreadsheet's.
 _CELL_WORDING = {"This field is required.": "Required, but the cell is empty."}
-
-
-class CsvUnreadable(Exception):
-    """The file as a whole can't be used (encoding, header, size...): nothing was sent."""
-
-    def __init__(self, *messages: str) -> None:
-        super().__init__(*messages)
-        self.messages = list(messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,38 +188,26 @@ def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFil
     Cell problems that name a row (a number with a comma) are collected in `problems`,
     for `checked_batch` to report with the pipeline's own.
     """
-    text = _text_of(data)
-    records = _records(text, delimiter=_delimiter_of(text))
-    header = next(records, None)
-    if header is None or not any(cell.strip() for cell in header):
-        raise CsvUnreadable(
-            "The first row must be the header: the column names, e.g. "
-            + ", ".join(REQUIRED_COLUMNS)
-            + "."
-        )
-    columns, unknown = _columns_of(header)
+    table = read_table(
+        data,
+        names={column: column for column in COLUMNS},
+        required=REQUIRED_COLUMNS,
+        header_needed=_HEADER_NEEDED,
+        column_rules=_location_problems,
+    )
     key, client_batch_id = upload_identity(data, business_id=business_id, environment=environment)
     groups: dict[bytes, int] = {}
     body_groups: list[dict[str, Any]] = []
     group_rows: list[list[int]] = []
     problems: list[Problem] = []
     count = 0
-    for row, record in enumerate(records, start=2):
-        if not any(cell.strip() for cell in record):
-            continue  # a blank line; the rows after it keep their spreadsheet numbers
+    for row, record in table.rows():
         count += 1
         if count > settings.MAX_DROPS_PER_BATCH:
             continue  # only counted, for the message below
-        if any(cell.strip() for cell in record[len(header) :]):
-            problems.append(
-                Problem(
-                    (row,),
-                    None,
-                    f"{len(record)} cells, but the header has {len(header)} columns: "
-                    "a cell that contains the delimiter must be in double quotes.",
-                )
-            )
-        cells = _Cells(row, record, columns, problems)
+        if overflow := table.overflow(record):
+            problems.append(Problem((row,), None, overflow))
+        cells = _Cells(row, table.cells(record), problems)
         pickup = cells.pickup()
         group_key = orjson.dumps(pickup, option=orjson.OPT_SORT_KEYS)
         if group_key not in groups:
@@ -252,7 +228,7 @@ def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFil
     return OrdersFile(
         body={"client_batch_id": client_batch_id, "orders": body_groups},
         group_rows=group_rows,
-        unknown_columns=unknown,
+        unknown_columns=table.unknown,
         problems=problems,
         idempotency_key=key,
     )
@@ -317,87 +293,21 @@ def results_by_row(orders_file: OrdersFile, entries: list[dict[str, Any]]) -> li
 # --- Reading --------------------------------------------------------------------------------
 
 
-def _text_of(data: bytes) -> str:
-    if len(data) > MAX_FILE_BYTES:
-        raise CsvUnreadable(
-            f"The file is larger than {MAX_FILE_LABEL}: split it into smaller files."
-        )
-    if data.startswith(b"PK\x03\x04") or data.startswith(b"\xd0\xcf\x11\xe0"):
-        raise CsvUnreadable(
-            "This is a spreadsheet workbook (.xlsx or .xls), not a CSV file: "
-            "in your spreadsheet, save it as “CSV UTF-8” and upload that."
-        )
-    try:
-        text = data.decode("utf-8-sig")  # a byte order mark, as Excel writes, is dropped
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise CsvUnreadable(
-            f"The file is not UTF-8 text (the first problem is on line {line}): "
-            "save it as “CSV UTF-8”."
-        ) from error
-    if "\x00" in text:
-        raise CsvUnreadable("This is not a CSV file: it contains binary data.")
-    if not text.strip():
-        raise CsvUnreadable("The file is empty.")
-    return text
+_HEADER_NEEDED = (
+    "The first row must be the header: the column names, e.g. " + ", ".join(REQUIRED_COLUMNS) + "."
+)
 
 
-def _delimiter_of(text: str) -> str:
-    """`;` when the header has more of them than commas (Excel in many locales), else `,`."""
-    header = text.split("\n", 1)[0]
-    return ";" if header.count(";") > header.count(",") else ","
-
-
-def _records(text: str, *, delimiter: str) -> Iterator[list[str]]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    while True:
-        try:
-            record = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            # e.g. a cell larger than the csv module's limit (128 KiB).
-            raise CsvUnreadable(
-                f"The file could not be read as CSV near line {reader.line_num}: {error}."
-            ) from error
-        yield record
-
-
-def _normal_header(cell: str) -> str:
-    return _HEADER_SPACES.sub("_", cell.strip().lower())
-
-
-def _columns_of(header: list[str]) -> tuple[dict[str, int], list[str]]:
-    """Known column → its index, and the unknown columns as written."""
-    columns: dict[str, int] = {}
-    unknown: list[str] = []
-    errors: list[str] = []
-    for index, cell in enumerate(header):
-        name = _normal_header(cell)
-        if not name:
-            continue  # an unnamed column (trailing delimiters): nothing to read
-        if name not in COLUMNS:
-            unknown.append(cell.strip())
-        elif name in columns:
-            errors.append(f"The column {name} appears twice: keep one.")
-        else:
-            columns[name] = index
-    if not set(columns) & set(COLUMNS):
-        raise CsvUnreadable(
-            "The first row must be the header: the column names, e.g. "
-            + ", ".join(REQUIRED_COLUMNS)
-            + ". None of them was found."
-        )
-    errors += [f"The column {name} is missing." for name in REQUIRED_COLUMNS if name not in columns]
+def _location_problems(columns: dict[str, int]) -> list[str]:
+    """Each side needs both coordinates or an address, as in the API."""
+    errors = []
     for lat, long, address, purpose in LOCATIONS:
         if (lat in columns) != (long in columns):
             present, absent = (lat, long) if lat in columns else (long, lat)
             errors.append(f"The column {present} needs {absent} beside it.")
         elif lat not in columns and address not in columns:
             errors.append(f"The columns {lat} and {long}, or {address}, are missing ({purpose}).")
-    if errors:
-        raise CsvUnreadable(*errors)
-    return columns, unknown
+    return errors
 
 
 def _rows_text(rows: tuple[int, ...]) -> str:
@@ -413,14 +323,9 @@ def _rows_text(rows: tuple[int, ...]) -> str:
 class _Cells:
     """One row's cells as the fields of a bulk body; empty cells are absent fields."""
 
-    def __init__(
-        self, row: int, record: list[str], columns: dict[str, int], problems: list[Problem]
-    ) -> None:
+    def __init__(self, row: int, values: dict[str, str], problems: list[Problem]) -> None:
         self.row = row
-        self.values = {
-            name: record[index].strip() if index < len(record) else ""
-            for name, index in columns.items()
-        }
+        self.values = values
         self.problems = problems
 
     def text(self, column: str) -> str | None:

@@ -22,10 +22,8 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.models import Business, Environment
 from billing.services import BillingError
+from core.csv_files import MAX_FILE_BYTES, MAX_FILE_LABEL, CsvUnreadable
 from dashboard.csv_orders import (
-    MAX_FILE_BYTES,
-    MAX_FILE_LABEL,
-    CsvUnreadable,
     RowResult,
     RowsInvalid,
     checked_batch,

@@ -8,22 +8,18 @@ corrected file can be loaded again.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
+from core.csv_files import CsvTable, CsvUnreadable, read_table
 from core.writes import insert_rows
 from geo.geocoders import forget_cached_results, normalise
 from geo.models import Place
 
-MAX_FILE_BYTES = 5 * 1024 * 1024
-MAX_FILE_LABEL = "5 MB"
 ALIAS_SEPARATOR = "|"
 REQUIRED_COLUMNS = ("name", "lat", "long")
 # Other spellings of the columns, as spreadsheets and other tools write them.
@@ -43,15 +39,6 @@ NAME_LENGTH = Place._meta.get_field("name").max_length
 CITY_LENGTH = Place._meta.get_field("city").max_length
 # A number as a spreadsheet writes it with a `.` decimal point: no exponent, no NaN.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-_HEADER_SPACES = re.compile(r"[\s\-]+")
-
-
-class PlacesFileUnreadable(Exception):
-    """The file as a whole can't be used (encoding, header, size): nothing to preview."""
-
-    def __init__(self, *messages: str) -> None:
-        super().__init__(*messages)
-        self.messages = list(messages)
 
 
 @dataclass(slots=True)
@@ -100,7 +87,7 @@ class PlacesFile:
 def read_places(data: bytes) -> PlacesFile:
     """Every row of the file with its problems, and what each valid row would replace.
 
-    One query: the places already in the list. Raises PlacesFileUnreadable.
+    One query: the places already in the list. Raises core.csv_files.CsvUnreadable.
     """
     places_file = read_rows(data)
     _mark_replaced(places_file, _places_by_key())
@@ -161,24 +148,14 @@ def _mark_replaced(places_file: PlacesFile, existing: dict) -> None:
 
 def read_rows(data: bytes) -> PlacesFile:
     """The file's rows, each checked on its own and against the others (duplicates)."""
-    text = _text_of(data)
-    first_line = text.split("\n", 1)[0]
-    # `;` when the header has more of them than commas: Excel's CSV in many locales.
-    delimiter = ";" if first_line.count(";") > first_line.count(",") else ","
-    records = _records(text, delimiter)
-    header = next(records, None)
-    if header is None or not any(cell.strip() for cell in header):
-        raise PlacesFileUnreadable(_HEADER_NEEDED)
-    columns, unknown = _columns_of(header)
-    rows = [
-        _row(number, record, columns, len(header))
-        for number, record in enumerate(records, start=2)
-        if any(cell.strip() for cell in record)  # a blank line keeps the next rows' numbers
-    ]
+    table = read_table(
+        data, names=COLUMN_NAMES, required=REQUIRED_COLUMNS, header_needed=_HEADER_NEEDED
+    )
+    rows = [_row(number, record, table) for number, record in table.rows()]
     if not rows:
-        raise PlacesFileUnreadable("The file has a header but no places under it.")
+        raise CsvUnreadable("The file has a header but no places under it.")
     _mark_duplicates(rows)
-    return PlacesFile(rows=rows, unknown_columns=unknown)
+    return PlacesFile(rows=rows, unknown_columns=table.unknown)
 
 
 _HEADER_NEEDED = (
@@ -187,80 +164,15 @@ _HEADER_NEEDED = (
 )
 
 
-def _text_of(data: bytes) -> str:
-    if len(data) > MAX_FILE_BYTES:
-        raise PlacesFileUnreadable(
-            f"The file is larger than {MAX_FILE_LABEL}: split it into smaller files."
-        )
-    if data.startswith(b"PK\x03\x04") or data.startswith(b"\xd0\xcf\x11\xe0"):
-        raise PlacesFileUnreadable(
-            "This is a spreadsheet workbook (.xlsx or .xls), not a CSV file: save it as "
-            "“CSV UTF-8” and upload that."
-        )
-    try:
-        text = data.decode("utf-8-sig")  # a byte order mark, as Excel writes, is dropped
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise PlacesFileUnreadable(
-            f"The file is not UTF-8 text (the first problem is on line {line}): "
-            "save it as “CSV UTF-8”."
-        ) from error
-    if "\x00" in text:
-        raise PlacesFileUnreadable("This is not a CSV file: it contains binary data.")
-    if not text.strip():
-        raise PlacesFileUnreadable("The file is empty.")
-    return text
+def _row(number: int, record: list[str], table: CsvTable) -> PlaceRow:
+    cells = table.cells(record)
 
-
-def _records(text: str, delimiter: str) -> Iterator[list[str]]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    while True:
-        try:
-            yield next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            raise PlacesFileUnreadable(
-                f"The file could not be read as CSV near line {reader.line_num}: {error}."
-            ) from error
-
-
-def _columns_of(header: list[str]) -> tuple[dict[str, int], list[str]]:
-    """Known column → its index, and the unknown columns as written."""
-    columns: dict[str, int] = {}
-    unknown: list[str] = []
-    errors: list[str] = []
-    for index, cell in enumerate(header):
-        written = _HEADER_SPACES.sub("_", cell.strip().lower())
-        if not written:
-            continue
-        name = COLUMN_NAMES.get(written)
-        if name is None:
-            unknown.append(cell.strip())
-        elif name in columns:
-            errors.append(f"The column {name} appears twice: keep one.")
-        else:
-            columns[name] = index
-    if not columns:
-        raise PlacesFileUnreadable(_HEADER_NEEDED + " None of them was found.")
-    errors += [f"The column {name} is missing." for name in REQUIRED_COLUMNS if name not in columns]
-    if errors:
-        raise PlacesFileUnreadable(*errors)
-    return columns, unknown
-
-
-def _row(number: int, record: list[str], columns: dict[str, int], width: int) -> PlaceRow:
     def cell(name: str) -> str:
-        index = columns.get(name)
-        return record[index].strip() if index is not None and index < len(record) else ""
+        return cells.get(name, "")
 
     name, city = " ".join(cell("name").split()), " ".join(cell("city").split())
-    problems: list[str] = []
-    if any(value.strip() for value in record[width:]):
-        problems.append(
-            f"{len(record)} cells, but the header has {width} columns: a cell that contains "
-            "the delimiter must be in double quotes."
-        )
+    overflow = table.overflow(record)
+    problems: list[str] = [overflow] if overflow else []
     if not name:
         problems.append("The name is empty.")
     elif len(name) > NAME_LENGTH:
