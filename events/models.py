@@ -18,6 +18,7 @@ from accounts.models import Environment
 class EventType(models.TextChoices):
     BATCH_CREATED = "batch.created"
     ORDER_STATUS_CHANGED = "order.status_changed"
+    ORDER_UPDATED = "order.updated"  # an edit after creation (docs/contract.md §17)
     WALLET_BALANCE_LOW = "wallet.balance_low"
     INVOICE_ISSUED = "invoice.issued"
     WEBHOOK_TEST = "webhook.test"
