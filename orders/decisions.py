@@ -25,6 +25,7 @@ from geo.geocoders import Pin, address_key, geocode_failed_message, unanswered_f
 from geo.geometry import DistancesFrom
 from geo.services import Coverage
 from orders.inputs import BatchIn, DropIn, Place
+from orders.windows import EtaTerms
 
 
 class Reason(IntEnum):
@@ -36,8 +37,9 @@ class Reason(IntEnum):
     OUT_OF_SERVICE_AREA = 4
     SCHEDULE_IN_PAST = 5
     OUTSIDE_OPERATING_HOURS = 6
-    DUPLICATE_CLIENT_ORDER_ID = 7
-    INSUFFICIENT_BALANCE = 8
+    INVALID_TIME_WINDOW = 7
+    DUPLICATE_CLIENT_ORDER_ID = 8
+    INSUFFICIENT_BALANCE = 9
 
 
 MESSAGES = {
@@ -52,6 +54,8 @@ MESSAGES = {
         Reason.OUTSIDE_OPERATING_HOURS,
         "pickup",
     ): "The pickup time is outside the area's opening hours.",
+    # The window's own problem is the message (orders.windows.EtaTerms.window_problem).
+    (Reason.INVALID_TIME_WINDOW, "drop"): "The drop-off window cannot be kept.",
     (
         Reason.DUPLICATE_CLIENT_ORDER_ID,
         "drop",
@@ -167,6 +171,8 @@ class DropDecision:
     reason: Reason | None = None
     side: str = ""  # "pickup" or "drop": whose rule failed, for the message
     price: Decimal | None = None
+    km: float | None = None  # from the pickup: worked out for a priced or windowed drop
+    detail: str = ""  # what is wrong with the window (INVALID_TIME_WINDOW)
 
     @property
     def accepted(self) -> bool:
@@ -177,6 +183,8 @@ class DropDecision:
         if self.reason is Reason.GEOCODE_FAILED:  # names the geocoders tried
             failed = self.pickup if self.side == "pickup" else self.located
             return geocode_failed_message(self.side, failed.unanswered)
+        if self.detail:
+            return self.detail
         return MESSAGES[self.reason, self.side]
 
     def resolved_pins(self) -> dict:
@@ -203,13 +211,13 @@ class Decisions:
 
 
 class Decider:
-    """Rules 1–8 for a batch's drops in submission order, a run of drops at a time.
+    """Rules 1–9 for a batch's drops in submission order, a run of drops at a time.
 
     A batch writes its drops while the later ones are still being decided: each chunk is
     decided just before its rows are made (orders.services._drop_rows), so deciding
     overlaps with the database storing the chunk before (issue 18). Pickups are decided at
     once, up front: a pickup's failure rejects its whole group, and the groups' orders are
-    written before their drops. Rules 7–8 carry the balance left and the ids accepted from
+    written before their drops. Rules 8–9 carry the balance left and the ids accepted from
     one run to the next, so the runs decide exactly what one pass over the batch would.
     """
 
@@ -230,6 +238,8 @@ class Decider:
         self._quoted = quoted_prices
         self._charges = _Charges(state)
         self._done = 0
+        self._now = now
+        self._terms: EtaTerms | None = None  # read when the first window comes
 
     def __len__(self) -> int:
         return len(self._drops)
@@ -246,10 +256,27 @@ class Decider:
         for (index, drop), where in zip(part, located, strict=True):
             pickup = pickups[index]
             reason, side = _first_failure(pickup, where)
-            decided.append(DropDecision(index, drop, pickup, where, reason, side))
+            decision = DropDecision(index, drop, pickup, where, reason, side)
+            if reason is None and drop.window is not None:
+                self._check_window(decision)
+            decided.append(decision)
         quoted = self._quoted[start : self._done] if self._quoted is not None else None
         self._charges.apply(decided, quoted)
         return decided
+
+    def _check_window(self, decision: DropDecision) -> None:
+        """Rule 7: the drop-off window can be kept, by the ETA model from the pickup time."""
+        if self._terms is None:
+            self._terms = EtaTerms()
+        decision.km = self._charges.km(decision)
+        pickup_time = self.batch.groups[decision.group].pickup.scheduled_at or self._now
+        problem = self._terms.window_problem(
+            decision.drop.window, pickup_time, self._now, decision.km
+        )
+        if problem is not None:
+            decision.reason, decision.side, decision.detail = (
+                Reason.INVALID_TIME_WINDOW, "drop", problem
+            )  # fmt: skip
 
     def runs(self, count: int) -> Iterator[list[DropDecision]]:
         """Every drop not decided yet, `count` at a time."""
@@ -264,17 +291,17 @@ def decide_batch(
     now: datetime,
     quoted_prices: list[Decimal | None] | None = None,
 ) -> Decisions:
-    """Rules 1–8 of docs/contract.md §4 for every drop, in submission order; no query, no write.
+    """Rules 1–9 of docs/contract.md §4 for every drop, in submission order; no query, no write.
 
     With `quoted_prices` (a quote's, docs/contract.md §12) a drop is charged its quoted price
-    instead of the plan's, and rule 8 weighs that price.
+    instead of the plan's, and rule 9 weighs that price.
     """
     decider = Decider(batch, pins, state, now, quoted_prices)
     return Decisions(batch, decider.next_drops(len(decider)), state)
 
 
 class _Charges:
-    """Rules 7–8 over drops given in submission order, in as many runs as they come.
+    """Rules 8–9 over drops given in submission order, in as many runs as they come.
 
     Drops are priced and charged in order; an earlier accepted drop of the same batch takes
     its client_order_id, and the balance never goes below zero.
@@ -291,7 +318,7 @@ class _Charges:
         state, accepted_ids, origins = self.state, self.accepted_ids, self.origins
         remaining = self.remaining
         for decision, quoted_price in zip(drops, quoted or [None] * len(drops), strict=True):
-            if decision.reason is not None:  # refused by rules 1–6 already
+            if decision.reason is not None:  # refused by rules 1–7 already
                 continue
             client_order_id = decision.drop.client_order_id
             if client_order_id in state.taken or client_order_id in accepted_ids:
@@ -299,10 +326,13 @@ class _Charges:
                 continue
             price = quoted_price
             if price is None:
-                origin = origins.get(decision.group)
-                if origin is None:  # each pickup's own terms once, for all its drops
-                    origin = origins[decision.group] = DistancesFrom(*decision.pickup.pin)
-                km = origin.km(*decision.located.pin)
+                km = decision.km
+                if km is None:
+                    origin = origins.get(decision.group)
+                    if origin is None:  # each pickup's own terms once, for all its drops
+                        origin = origins[decision.group] = DistancesFrom(*decision.pickup.pin)
+                    km = origin.km(*decision.located.pin)
+                    decision.km = km
                 price = price_for(state.plan, km)
             if state.charges_wallet and price > remaining:
                 decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"
@@ -312,6 +342,13 @@ class _Charges:
             decision.price = price
             accepted_ids.add(client_order_id)
         self.remaining = remaining
+
+    def km(self, decision: DropDecision) -> float:
+        """The drop's distance from its pickup, each pickup's terms made once."""
+        origin = self.origins.get(decision.group)
+        if origin is None:
+            origin = self.origins[decision.group] = DistancesFrom(*decision.pickup.pin)
+        return origin.km(*decision.located.pin)
 
 
 def _check_served(coverage: Coverage, located: list[Located]) -> None:

@@ -33,6 +33,9 @@ MAX_ADDRESS_FIELD_NAME = 50
 MAX_ADDRESS_CHARS = 1000  # names and values together
 MAX_BATCHES_PAGE = 500
 SANDBOX_SCENARIOS = ("manual", "deliver", "fail", "cancel_by_courier")
+MAX_NOTES = 500  # the courier's instructions (docs/contract.md §17)
+UNDELIVERABLE_ACTIONS = ("return", "dispose")  # docs/contract.md §19; the first is the default
+_WINDOW_FIELDS = frozenset({"start", "end"})
 _EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
@@ -67,6 +70,10 @@ class DropIn:
     place: Place
     wants_pin: bool = False  # "dropoff_verification": {"pin": true}
     scenario: str | None = None  # "sandbox_scenario" (sandbox keys only, docs/contract.md §14)
+    # "dropoff_window": {"start", "end"} in UTC, both or neither (docs/contract.md §17).
+    window: tuple[datetime, datetime] | None = None
+    notes: str | None = None  # for the courier, never the recipient
+    undeliverable_action: str = UNDELIVERABLE_ACTIONS[0]
 
 
 @dataclass(slots=True)
@@ -212,10 +219,14 @@ class _Errors:
         return value
 
     def scheduled_at(self, obj: dict, path: str) -> datetime | None:
-        value = obj.get("pickup_scheduled_at")
+        return self.timestamp(obj, "pickup_scheduled_at", path)
+
+    def timestamp(self, obj: dict, key: str, path: str) -> datetime | None:
+        """An ISO 8601 time with a zone, in UTC; None (and the error noted) if it is not one."""
+        value = obj.get(key)
         if value is None:
             return None
-        where = f"{path}.pickup_scheduled_at"
+        where = f"{path}.{key}"
         try:
             # fromisoformat stops reading at a NUL, so "…Z\x00garbage" would pass.
             if not isinstance(value, str) or "\x00" in value:
@@ -239,6 +250,44 @@ class _Errors:
         # any under 24 hours (+23:59), which would reach the database as a 500.
         return moment.astimezone(UTC)
 
+    def window(self, obj: dict, path: str) -> tuple[datetime, datetime] | None:
+        """`dropoff_window`: absent or null, or {"start", "end"}, both times with a zone.
+
+        Whether the window can be kept (its length, its end against the ETA, how far ahead)
+        is a per-drop rule, INVALID_TIME_WINDOW (orders.decisions), not a 400.
+        """
+        value = obj.get("dropoff_window")
+        if value is None:
+            return None
+        where = f"{path}.dropoff_window"
+        if not isinstance(value, dict):
+            self.add(where, 'Must be an object such as {"start": "…Z", "end": "…Z"}.')
+            return None
+        unknown = sorted(set(value) - _WINDOW_FIELDS)
+        if unknown:
+            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; only start and end.")
+            return None
+        for key in ("start", "end"):
+            if value.get(key) is None:
+                self.add(f"{where}.{key}", "This field is required.")
+        start, end = self.timestamp(value, "start", where), self.timestamp(value, "end", where)
+        return None if start is None or end is None else (start, end)
+
+    def notes(self, obj: dict, path: str) -> str | None:
+        """`notes` for the courier: a string of at most MAX_NOTES characters; "" is none."""
+        return self.text(obj, "notes", path, MAX_NOTES, required=False) or None
+
+    def undeliverable_action(self, obj: dict, path: str) -> str:
+        value = obj.get("undeliverable_action")
+        if value is None:
+            return UNDELIVERABLE_ACTIONS[0]
+        if value not in UNDELIVERABLE_ACTIONS:
+            self.add(
+                f"{path}.undeliverable_action",
+                f"Must be one of {', '.join(UNDELIVERABLE_ACTIONS)}.",
+            )
+        return value if isinstance(value, str) else UNDELIVERABLE_ACTIONS[0]
+
 
 _BAD_FIELD_NAME = f"Field names must be 1 to {MAX_ADDRESS_FIELD_NAME} characters, without NUL."
 _BAD_ADDRESS_PART = f"Must be a string of at most {MAX_ADDRESS_PART} characters without NUL."
@@ -253,10 +302,31 @@ def parse_batch(body: Any) -> BatchIn:
     if "quote_id" in body:
         errors.text(body, "quote_id", "", MAX_ID)
     orders = body.get("orders")
-    groups: list[GroupIn] = []
     if not isinstance(orders, list) or not orders:
         errors.add("orders", "Must be a non-empty array of pickup groups.")
         orders = []
+    _check_size(orders)
+    groups: list[GroupIn] = []
+    for gi, group in enumerate(orders):
+        parsed_group = _group_in(errors, group, f"orders[{gi}]")
+        if parsed_group is not None:
+            groups.append(parsed_group)
+    if errors.items:
+        raise validation_error(errors.items, errors.more)
+    parsed = BatchIn(client_batch_id, groups, fingerprint=fingerprint_of(body))
+    if "quote_id" in body:
+        parsed.quoted_fingerprint = fingerprint_of(
+            {key: value for key, value in body.items() if key != "quote_id"}
+        )
+        try:
+            parsed.quote_id = uuid.UUID(body["quote_id"])
+        except ValueError:
+            parsed.quote_id = None  # unknown: 404 NOT_FOUND, as any other unknown id
+    return parsed
+
+
+def _check_size(orders: list) -> None:
+    """At most MAX_DROPS_PER_BATCH drops, refused before any drop is read."""
     limit = settings.MAX_DROPS_PER_BATCH
     if len(orders) > limit:
         # Every group carries at least one drop, so no group past the limit can be valid.
@@ -272,64 +342,65 @@ def parse_batch(body: Any) -> BatchIn:
         raise validation_error(
             [{"field": "orders", "message": f"At most {limit} drops; got {total}."}]
         )
-    for gi, group in enumerate(orders):
-        gpath = f"orders[{gi}]"
-        if not isinstance(group, dict):
-            errors.add(gpath, "Must be an object with pickup and dropoff.")
-            continue
-        pickup = group.get("pickup")
-        pickup_in = None
-        if not isinstance(pickup, dict):
-            errors.add(f"{gpath}.pickup", "Must be an object.")
-        else:
-            ppath = f"{gpath}.pickup"
-            pickup_in = PickupIn(
-                name=errors.text(pickup, "name", ppath, MAX_NAME),
-                phone=pickup.get("phone"),
-                place=errors.place(pickup, ppath),
-                scheduled_at=errors.scheduled_at(pickup, ppath),
-            )
-        dropoff = group.get("dropoff")
-        drops: list[DropIn] = []
-        if not isinstance(dropoff, list) or not dropoff:
-            errors.add(f"{gpath}.dropoff", "Must be a non-empty array of drops.")
-            dropoff = []
-        for di, drop in enumerate(dropoff):
-            dpath = f"{gpath}.dropoff[{di}]"
-            if not isinstance(drop, dict):
-                errors.add(dpath, "Must be an object.")
-                continue
-            client_order_id = errors.text(drop, "client_order_id", dpath, MAX_ID)
-            waybill = errors.text(drop, "external_waybill", dpath, MAX_WAYBILL, required=False)
-            recipient = drop.get("dropoff")
-            rpath = f"{dpath}.dropoff"
-            if not isinstance(recipient, dict):
-                errors.add(rpath, "Must be an object (the recipient).")
-                continue
-            drops.append(
-                DropIn(
-                    client_order_id=client_order_id,
-                    external_waybill=waybill,
-                    name=errors.text(recipient, "name", rpath, MAX_NAME),
-                    phone=recipient.get("phone"),
-                    place=errors.place(recipient, rpath),
-                    wants_pin=errors.verification(drop, dpath),
-                    scenario=errors.scenario(drop, dpath),
-                )
-            )
-        if pickup_in is not None:
-            groups.append(GroupIn(pickup=pickup_in, drops=drops))
-    if errors.items:
-        raise validation_error(errors.items, errors.more)
-    parsed = BatchIn(client_batch_id, groups, fingerprint=fingerprint_of(body))
-    if "quote_id" in body:
-        parsed.quoted_fingerprint = fingerprint_of(
-            {key: value for key, value in body.items() if key != "quote_id"}
+
+
+def _group_in(errors: _Errors, group: Any, gpath: str) -> GroupIn | None:
+    """One pickup group, or None when its pickup is not an object (the error noted)."""
+    if not isinstance(group, dict):
+        errors.add(gpath, "Must be an object with pickup and dropoff.")
+        return None
+    pickup = group.get("pickup")
+    pickup_in = None
+    if not isinstance(pickup, dict):
+        errors.add(f"{gpath}.pickup", "Must be an object.")
+    else:
+        ppath = f"{gpath}.pickup"
+        pickup_in = PickupIn(
+            name=errors.text(pickup, "name", ppath, MAX_NAME),
+            phone=pickup.get("phone"),
+            place=errors.place(pickup, ppath),
+            scheduled_at=errors.scheduled_at(pickup, ppath),
         )
-        try:
-            parsed.quote_id = uuid.UUID(body["quote_id"])
-        except ValueError:
-            parsed.quote_id = None  # unknown: 404 NOT_FOUND, as any other unknown id
+    dropoff = group.get("dropoff")
+    drops: list[DropIn] = []
+    if not isinstance(dropoff, list) or not dropoff:
+        errors.add(f"{gpath}.dropoff", "Must be a non-empty array of drops.")
+        dropoff = []
+    for di, drop in enumerate(dropoff):
+        drop_in = _drop_in(errors, drop, f"{gpath}.dropoff[{di}]")
+        if drop_in is not None:
+            drops.append(drop_in)
+    return None if pickup_in is None else GroupIn(pickup=pickup_in, drops=drops)
+
+
+def _drop_in(errors: _Errors, drop: Any, dpath: str) -> DropIn | None:
+    if not isinstance(drop, dict):
+        errors.add(dpath, "Must be an object.")
+        return None
+    client_order_id = errors.text(drop, "client_order_id", dpath, MAX_ID)
+    waybill = errors.text(drop, "external_waybill", dpath, MAX_WAYBILL, required=False)
+    recipient = drop.get("dropoff")
+    rpath = f"{dpath}.dropoff"
+    if not isinstance(recipient, dict):
+        errors.add(rpath, "Must be an object (the recipient).")
+        return None
+    parsed = DropIn(
+        client_order_id=client_order_id,
+        external_waybill=waybill,
+        name=errors.text(recipient, "name", rpath, MAX_NAME),
+        phone=recipient.get("phone"),
+        place=errors.place(recipient, rpath),
+        wants_pin=errors.verification(drop, dpath),
+        scenario=errors.scenario(drop, dpath),
+    )
+    # The commitments of docs/contract.md §17 and §19 are optional; most drops carry none,
+    # and a key that is absent costs one lookup here.
+    if "dropoff_window" in drop:
+        parsed.window = errors.window(drop, dpath)
+    if "notes" in drop:
+        parsed.notes = errors.notes(drop, dpath)
+    if "undeliverable_action" in drop:
+        parsed.undeliverable_action = errors.undeliverable_action(drop, dpath)
     return parsed
 
 
