@@ -19,6 +19,8 @@ class EventType(models.TextChoices):
     BATCH_CREATED = "batch.created"
     ORDER_STATUS_CHANGED = "order.status_changed"
     ORDER_UPDATED = "order.updated"  # an edit after creation (docs/contract.md §17)
+    # Once per drop, when its ETA first passes its drop-off window's end (docs/contract.md §17).
+    ORDER_WINDOW_AT_RISK = "order.window_at_risk"
     WALLET_BALANCE_LOW = "wallet.balance_low"
     INVOICE_ISSUED = "invoice.issued"
     WEBHOOK_TEST = "webhook.test"
