@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -40,6 +41,15 @@ def lock_account(*, business: Business, environment: str) -> Wallet:
     wallet = Wallet.objects.select_for_update().get(business=business, environment=environment)
     wallet.business = business  # already loaded: append_entries reads its threshold
     return wallet
+
+
+def lock_accounts(accounts: Iterable[tuple]) -> None:
+    """Take the locks of several accounts ((business_id, environment) pairs) in one fixed
+    order, so two callers locking overlapping sets never deadlock."""
+    for business_id, environment in sorted(set(accounts)):
+        Wallet.objects.select_for_update().filter(
+            business_id=business_id, environment=environment
+        ).values_list("pk", flat=True).first()
 
 
 def read_balance(*, business: Business, environment: str) -> Decimal:

@@ -23,6 +23,7 @@ TRACKING_ENTRY_KEYS = {
     "tracking_url",
     "proof_of_delivery",
     "failure",
+    "return",
     "client_order_id",
     "status",
     "drop_id",

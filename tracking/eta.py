@@ -22,7 +22,16 @@ from django.conf import settings
 from core.formats import iso_z
 from orders.models import DropStatus
 
-FINISHED = frozenset({DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED})
+# No drop-off ahead: finished, or failed and on its way back (docs/contract.md §19).
+FINISHED = frozenset(
+    {
+        DropStatus.DELIVERED,
+        DropStatus.FAILED,
+        DropStatus.RETURNING,
+        DropStatus.RETURNED,
+        DropStatus.CANCELLED,
+    }
+)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)

@@ -62,7 +62,8 @@ class AdvanceRequest(IdentifiersRequest):
         required=False,
         allow_null=True,
         error_messages={"invalid_choice": f"Must be one of {', '.join(sorted(ADVANCE_TARGETS))}."},
-        help_text="Walk up to this status (FAILED goes through PICKED_UP); absent: one step.",
+        help_text="Walk up to this status (FAILED goes through PICKED_UP; RETURNING and RETURNED "
+        'through FAILED, for a drop whose undeliverable_action is "return"); absent: one step.',
     )
 
 

@@ -19,9 +19,18 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from billing.services import charge_return_fees, lock_accounts
 from events.models import EventType
 from events.services import NewEvent, record_many
-from orders.models import DeliveryEvent, Drop, DropStatus, FailureReason, Order, ProofMethod
+from orders.models import (
+    DeliveryEvent,
+    Drop,
+    DropStatus,
+    FailureReason,
+    Order,
+    ProofMethod,
+    UndeliverableAction,
+)
 from tracking.proof import pin_matches
 from tracking.selectors import entries_by_drop_id
 
@@ -31,8 +40,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     DropStatus.ASSIGNED: frozenset({DropStatus.PICKED_UP, DropStatus.CANCELLED}),
     DropStatus.PICKED_UP: frozenset({DropStatus.DELIVERED, DropStatus.FAILED}),
     DropStatus.DELIVERED: frozenset(),
-    DropStatus.FAILED: frozenset(),
-    DropStatus.RETURNING: frozenset(),
+    # With undeliverable_action "dispose", FAILED is final (_legal_path): docs/contract.md §19.
+    DropStatus.FAILED: frozenset({DropStatus.RETURNING}),
+    DropStatus.RETURNING: frozenset({DropStatus.RETURNED}),
     DropStatus.RETURNED: frozenset(),
     DropStatus.CANCELLED: frozenset(),
 }
@@ -43,6 +53,7 @@ HAPPY_PATH = [
     DropStatus.PICKED_UP,
     DropStatus.DELIVERED,
 ]
+RETURN_PATH = [DropStatus.FAILED, DropStatus.RETURNING, DropStatus.RETURNED]
 CANCELLABLE = frozenset({DropStatus.SCHEDULED, DropStatus.PENDING, DropStatus.ASSIGNED})
 ADVANCE_TARGETS = frozenset(
     {
@@ -51,6 +62,8 @@ ADVANCE_TARGETS = frozenset(
         DropStatus.PICKED_UP,
         DropStatus.DELIVERED,
         DropStatus.FAILED,
+        DropStatus.RETURNING,
+        DropStatus.RETURNED,
     }
 )
 
@@ -67,22 +80,35 @@ def single_step(target: str) -> Steps:
 
 
 def along_happy_path(target: str | None = None) -> Steps:
-    """The sandbox driver: one step forward, or each step up to `target` (FAILED: via PICKED_UP)."""
+    """The sandbox driver: one step forward, or each step up to `target` (FAILED: via
+    PICKED_UP; RETURNING and RETURNED: via FAILED, for a drop that returns)."""
 
     def steps(current: str) -> list[str] | None:
+        if current in RETURN_PATH:
+            return _return_steps(current, target)
         if current not in HAPPY_PATH or current == DropStatus.DELIVERED:
             return None
         here = HAPPY_PATH.index(current)
         if target is None:
             return [HAPPY_PATH[here + 1]]
-        goal = DropStatus.PICKED_UP if target == DropStatus.FAILED else target
-        there = HAPPY_PATH.index(goal)
+        fails = target in RETURN_PATH
+        there = HAPPY_PATH.index(DropStatus.PICKED_UP if fails else target)
         path = HAPPY_PATH[here + 1 : there + 1]
-        if target == DropStatus.FAILED:
-            path.append(DropStatus.FAILED)
+        if fails:
+            path += RETURN_PATH[: RETURN_PATH.index(target) + 1]
         return path or None
 
     return steps
+
+
+def _return_steps(current: str, target: str | None) -> list[str] | None:
+    """From FAILED or RETURNING: the next return step, or each one up to `target`."""
+    here = RETURN_PATH.index(current)
+    if target is None:
+        return RETURN_PATH[here + 1 : here + 2] or None
+    if target not in RETURN_PATH:
+        return None
+    return RETURN_PATH[here + 1 : RETURN_PATH.index(target) + 1] or None
 
 
 @dataclass
@@ -97,7 +123,7 @@ class MoveResult:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a move that finishes a drop ends it (docs/contract.md §14).
+    """How a move that finishes a drop ends it (docs/contract.md §14, §19).
 
     `pins` are the PINs an operator entered, by drop id; the sandbox test driver
     `knows_pins`. A drop asking for a PIN is delivered only with the right one.
@@ -106,11 +132,23 @@ class Outcome:
     failure_reason: str = FailureReason.OTHER
     photo: str | None = None  # a stored file's name (Django storage)
     received_by: str | None = None
+    return_received_by: str | None = None  # who took a returned parcel back (RETURNED)
     pins: Mapping[UUID, str] = field(default_factory=dict)
     knows_pins: bool = False
 
 
-FINISHED = frozenset({DropStatus.DELIVERED, DropStatus.FAILED, DropStatus.CANCELLED})
+# Where no courier is on the way to the drop any more (a returning parcel goes to the pickup):
+# its simulated progress and its scenario's next step are cleared (a scenario that goes on,
+# tracking.scenarios, sets its next step again).
+OFF_THE_WAY = frozenset(
+    {
+        DropStatus.DELIVERED,
+        DropStatus.FAILED,
+        DropStatus.RETURNING,
+        DropStatus.RETURNED,
+        DropStatus.CANCELLED,
+    }
+)
 
 
 @transaction.atomic
@@ -131,34 +169,22 @@ def apply_moves(
     assigned_orders: set[UUID] = set()
     paths: dict[UUID, tuple[str, list[str]]] = {}  # drop id → (status before, steps taken)
     wrong_pins: list[UUID] = []
-    drops = list(Drop.objects.select_for_update().filter(pk__in=list(drop_ids)).order_by("pk"))
+    drop_ids = list(drop_ids)
+    _lock_accounts_of_returns(drop_ids, steps)
+    drops = list(Drop.objects.select_for_update().filter(pk__in=drop_ids).order_by("pk"))
     # The time is read once we hold the locks: a mover that waited for another one stamps
     # its events after that one's, so a drop's events sorted by time stay a legal path.
     at = at or timezone.now()
     for drop in drops:
         path = steps(drop.status)
-        if not path or not _legal_path(drop.status, path):
+        if not path or not _legal_path(drop, path):
             result.refused[drop.pk] = drop.status
             continue
-        finish: tuple = ()
-        if path[-1] == DropStatus.DELIVERED:
-            if not _pin_given(drop, outcome, result, wrong_pins):
-                if (
-                    drop.pk not in result.wrong_pin
-                    or result.wrong_pin[drop.pk] < _max_pin_attempts()
-                ):
-                    result.refused[drop.pk] = drop.status
-                    continue
-                # The last wrong PIN: the courier leaves with the parcel.
-                del result.wrong_pin[drop.pk]
-                path = [*path[:-1], DropStatus.FAILED]
-                finish = (("failure_reason", FailureReason.WRONG_PIN),)
-            else:
-                finish = _delivered_fields(drop, outcome)
-        elif path[-1] == DropStatus.FAILED:
-            finish = (("failure_reason", outcome.failure_reason),)
-        if path[-1] in FINISHED:
-            finish += (("courier_progress", None), ("scenario_next_at", None))
+        taken = _path_and_fields(drop, path, outcome, result, wrong_pins, at)
+        if taken is None:  # a delivery waiting for its PIN
+            result.refused[drop.pk] = drop.status
+            continue
+        path, finish = taken
         events += [DeliveryEvent(drop_id=drop.pk, status=s, at=at, actor=actor) for s in path]
         paths[drop.pk] = (drop.status, path)
         if DropStatus.ASSIGNED in path:
@@ -180,9 +206,49 @@ def apply_moves(
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
+    returned = [d for d in result.moved if d.status == DropStatus.RETURNED]
+    charge_return_fees(drops=returned, at=at)  # accounts locked first: _lock_accounts_of_returns
     # Last: the feed lock comes after the account lock a refund takes (events.services).
     _record_status_changes(result.moved, paths, at)
     return result
+
+
+def _path_and_fields(
+    drop: Drop, path: list[str], outcome: Outcome, result: MoveResult, wrong: list[UUID], at
+) -> tuple[list[str], tuple] | None:
+    """The path a drop takes and the fields its move sets besides the status; None for a
+    delivery refused for its PIN (none given, or a wrong one before the last allowed)."""
+    finish: tuple = ()
+    if path[-1] == DropStatus.DELIVERED:
+        if _pin_given(drop, outcome, result, wrong):
+            finish = _delivered_fields(drop, outcome)
+        elif drop.pk not in result.wrong_pin or result.wrong_pin[drop.pk] < _max_pin_attempts():
+            return None
+        else:  # The last wrong PIN: the courier leaves with the parcel.
+            del result.wrong_pin[drop.pk]
+            path = [*path[:-1], DropStatus.FAILED]
+            finish = (("failure_reason", FailureReason.WRONG_PIN),)
+    elif DropStatus.FAILED in path:
+        finish = (("failure_reason", outcome.failure_reason),)
+    if path[-1] == DropStatus.RETURNED:
+        finish += (("returned_at", at), ("return_received_by", outcome.return_received_by))
+    if path[-1] in OFF_THE_WAY:
+        finish += (("courier_progress", None), ("scenario_next_at", None))
+    return path, finish
+
+
+def _lock_accounts_of_returns(drop_ids: list[UUID], steps: Steps) -> None:
+    """Lock the accounts a move to RETURNED will charge (its return fee) before the drops'
+    rows, the order every money change takes (account, then drops: batches, cancels), so a
+    return never deadlocks with a batch of the same account. `steps` is asked of each status
+    once; moves that cannot reach RETURNED read nothing here."""
+    returning = [s for s in DropStatus.values if DropStatus.RETURNED in (steps(s) or ())]
+    if returning:
+        lock_accounts(
+            Drop.objects.filter(pk__in=drop_ids, status__in=returning)
+            .values_list("business_id", "environment")
+            .distinct()
+        )
 
 
 def _max_pin_attempts() -> int:
@@ -244,7 +310,10 @@ def _record_status_changes(moved: list[Drop], paths: dict, at: datetime) -> None
     record_many(new_events, at=at)
 
 
-def _legal_path(current: str, path: list[str]) -> bool:
+def _legal_path(drop: Drop, path: list[str]) -> bool:
+    if DropStatus.RETURNING in path and drop.undeliverable_action != UndeliverableAction.RETURN:
+        return False
+    current = drop.status
     for status in path:
         if not is_legal(current, status):
             return False

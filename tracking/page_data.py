@@ -46,6 +46,8 @@ STATUS_WORDS = {
     DropStatus.PICKED_UP: "On its way",
     DropStatus.DELIVERED: "Delivered",
     DropStatus.FAILED: "Delivery failed",
+    DropStatus.RETURNING: "Delivery failed: returning to the sender",
+    DropStatus.RETURNED: "Returned to the sender",
     DropStatus.CANCELLED: "Cancelled",
 }
 EVENT_WORDS = {
@@ -55,6 +57,8 @@ EVENT_WORDS = {
     DropStatus.PICKED_UP: "Picked up by the courier",
     DropStatus.DELIVERED: "Delivered",
     DropStatus.FAILED: "Delivery failed",
+    DropStatus.RETURNING: "On its way back to the sender",
+    DropStatus.RETURNED: "Returned to the sender",
     DropStatus.CANCELLED: "Cancelled",
 }
 FAILURE_WORDS = {

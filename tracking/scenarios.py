@@ -14,6 +14,8 @@ Steps (the courier's position is `courier_progress`, the fraction of the way to 
 
     deliver            PENDING → ASSIGNED (0) → PICKED_UP (0.3) → en route (0.7) → DELIVERED
     fail               PENDING → ASSIGNED (0) → PICKED_UP (0.3) → en route (0.7) → FAILED
+                       → RETURNING → RETURNED (return fee charged), unless the drop's
+                       undeliverable_action is "dispose": then FAILED is the end
     cancel_by_courier  PENDING → ASSIGNED (0) → CANCELLED (refunded)
 
 A SCHEDULED drop is dispatched as the first step (the sandbox does not wait for its pickup
@@ -34,13 +36,13 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from accounts.models import Business
 from billing.services import lock_account, refund_drops
 from geo.services import next_opening
-from orders.models import Drop, DropStatus, SandboxScenario
+from orders.models import Drop, DropStatus, SandboxScenario, UndeliverableAction
 from tracking.lifecycle import Outcome, apply_moves, single_step
 from tracking.services import SANDBOX_ACTOR, SANDBOX_OUTCOME, sandbox_test_driver
 
@@ -60,10 +62,17 @@ class RunResult:
     more: bool  # hit RUN_LIMIT: more drops were already due
 
 
-def step_of(status: str, scenario: str, progress: float | None) -> str | None:
+def step_of(
+    status: str, scenario: str, progress: float | None, action: str = UndeliverableAction.RETURN
+) -> str | None:
     """The next step of a drop: a status to move to, "en_route", or None (done)."""
     if scenario in (None, SandboxScenario.MANUAL):
         return None
+    if scenario == SandboxScenario.FAIL and action == UndeliverableAction.RETURN:
+        if status == DropStatus.FAILED:
+            return DropStatus.RETURNING
+        if status == DropStatus.RETURNING:
+            return DropStatus.RETURNED
     if status == DropStatus.SCHEDULED:
         # The sandbox plays time forward: its test driver does not wait for the pickup time.
         return DropStatus.PENDING
@@ -77,7 +86,7 @@ def step_of(status: str, scenario: str, progress: float | None) -> str | None:
         if progress is None or progress < EN_ROUTE_AT:
             return "en_route"
         return DropStatus.FAILED if scenario == SandboxScenario.FAIL else DropStatus.DELIVERED
-    return None  # delivered, failed or cancelled: the scenario is over
+    return None  # delivered, failed, returned or cancelled: the scenario is over
 
 
 def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
@@ -85,26 +94,28 @@ def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
     now = now or timezone.now()
     step = timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
     with transaction.atomic():
-        # A courier cancelling refunds the account: its lock comes first, as in every other
-        # cancellation (tracking.services.cancel_orders), so the two can never deadlock.
-        refunding = _lock_refunding_accounts(now)
+        # A courier cancelling refunds the account, a return charges its fee: the account's
+        # lock comes first, as in every other change of money (tracking.services.cancel_orders,
+        # tracking.lifecycle), so the two can never deadlock.
+        refunding = _lock_charged_accounts(now)
         rows = list(
             Drop.objects.select_for_update(skip_locked=True)
             .filter(scenario_next_at__lte=now)
             .order_by("pk")
             .values_list(
                 "pk", "status", "sandbox_scenario", "courier_progress", "business_id",
-                "environment",
+                "environment", "undeliverable_action",
             )[:RUN_LIMIT]
         )  # fmt: skip
         by_step: dict[str | None, list[UUID]] = defaultdict(list)
-        for pk, status, scenario, progress, business_id, environment in rows:
-            next_step = step_of(status, scenario, progress)
-            if next_step == DropStatus.CANCELLED and (business_id, environment) not in refunding:
+        for pk, status, scenario, progress, business_id, environment, action in rows:
+            next_step = step_of(status, scenario, progress, action)
+            if next_step in CHARGED and (business_id, environment) not in refunding:
                 next_step = "wait"  # became due after we took the account locks: next run
             by_step[next_step].append(pk)
         _move(by_step, refunding, now)
         later = now + step
+        _walk_on_to_return(by_step, later)
         for name, progress in (
             (DropStatus.ASSIGNED, 0.0),
             (DropStatus.PICKED_UP, PICKED_UP_AT),
@@ -125,14 +136,28 @@ def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
     return RunResult(stepped=len(rows), next_due=next_due, more=len(rows) == RUN_LIMIT)
 
 
-def _lock_refunding_accounts(now: datetime) -> dict[tuple, Business]:
-    """Lock, in a fixed order, every account with a courier cancellation due."""
+def _walk_on_to_return(by_step: dict, later: datetime) -> None:
+    """A failed drop that returns takes its next steps (the move cleared its next step)."""
+    for status in (DropStatus.FAILED, DropStatus.RETURNING):
+        if by_step.get(status):
+            Drop.objects.filter(
+                pk__in=by_step[status],
+                status=status,
+                sandbox_scenario=SandboxScenario.FAIL,
+                undeliverable_action=UndeliverableAction.RETURN,
+            ).update(scenario_next_at=later)
+
+
+# Steps that move money: a courier's cancellation refunds, a return charges its fee.
+CHARGED = frozenset({DropStatus.CANCELLED, DropStatus.RETURNED})
+
+
+def _lock_charged_accounts(now: datetime) -> dict[tuple, Business]:
+    """Lock, in a fixed order, every account with a courier cancellation or a return due."""
+    cancelling = Q(status=DropStatus.ASSIGNED, sandbox_scenario=SandboxScenario.CANCEL_BY_COURIER)
+    returning = Q(status=DropStatus.RETURNING, sandbox_scenario=SandboxScenario.FAIL)
     due = (
-        Drop.objects.filter(
-            scenario_next_at__lte=now,
-            status=DropStatus.ASSIGNED,
-            sandbox_scenario=SandboxScenario.CANCEL_BY_COURIER,
-        )
+        Drop.objects.filter(cancelling | returning, scenario_next_at__lte=now)
         .values_list("business_id", "environment")
         .distinct()
     )
@@ -162,6 +187,8 @@ MOVES = (
     DropStatus.PICKED_UP,
     DropStatus.DELIVERED,
     DropStatus.FAILED,
+    DropStatus.RETURNING,
+    DropStatus.RETURNED,
     DropStatus.CANCELLED,
 )
 
@@ -173,7 +200,7 @@ def _how(status: str, refunding: dict[tuple, Business]) -> dict:
     if status == DropStatus.DELIVERED:
         photo = sample_photo()
         return {"outcome": Outcome(photo=photo, received_by="Sandbox recipient", knows_pins=True)}
-    if status == DropStatus.FAILED:
+    if status in (DropStatus.FAILED, DropStatus.RETURNED):
         return {"outcome": SANDBOX_OUTCOME}
     if status == DropStatus.CANCELLED:
         return {"on_cancel": lambda drops, at: _refund(drops, refunding, at)}

@@ -69,6 +69,7 @@ DROP_SEEN = DROP_KEY.extended(
     pod_received_by="pod_received_by",
     pod_photo="pod_photo",
     failure_reason="failure_reason",
+    return_received_by="return_received_by",
 )
 ORDER_SEEN = Shape(
     "OrderSeen",
@@ -248,7 +249,9 @@ def _preferred(row, current) -> bool:
 
 # Plain strings: an enum member costs a descriptor call on every access, thousands per answer.
 _PICKED_UP, _PENDING = DropStatus.PICKED_UP.value, DropStatus.PENDING.value
-_DELIVERED, _FAILED = DropStatus.DELIVERED.value, DropStatus.FAILED.value
+_DELIVERED, _RETURNED = DropStatus.DELIVERED.value, DropStatus.RETURNED.value
+# A drop that failed keeps saying why while it returns (docs/contract.md §19).
+_FAILED_ONCE = frozenset({DropStatus.FAILED.value, DropStatus.RETURNING.value, _RETURNED})
 
 
 class _Context:
@@ -312,7 +315,10 @@ class _Context:
             "proof_of_delivery": None
             if status != _DELIVERED
             else _proof(drop_id, row.pod_method, row.pod_received_by, row.pod_photo, events),
-            "failure": None if status != _FAILED else _failure(row.failure_reason, events),
+            "failure": None if status not in _FAILED_ONCE else _failure(row.failure_reason, events),
+            "return": None
+            if status != _RETURNED
+            else {"at": _at(events, _RETURNED), "received_by": row.return_received_by},
         }
 
     def _eta(

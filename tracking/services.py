@@ -24,8 +24,17 @@ from tracking.lifecycle import (
 from tracking.selectors import pick_drop_ids, track_drops
 
 SANDBOX_ACTOR = "sandbox test driver"
-# The test driver knows every PIN; a drop it fails was not met by its recipient.
-SANDBOX_OUTCOME = Outcome(failure_reason=FailureReason.RECIPIENT_UNAVAILABLE, knows_pins=True)
+RETURNS_ONLY = (
+    ' Only a drop whose undeliverable_action is "return" returns, after FAILED '
+    "(docs/contract.md §19)."
+)
+# The test driver knows every PIN; a drop it fails was not met by its recipient; a parcel
+# it brings back is taken in at the pickup's desk.
+SANDBOX_OUTCOME = Outcome(
+    failure_reason=FailureReason.RECIPIENT_UNAVAILABLE,
+    knows_pins=True,
+    return_received_by="Sandbox pickup desk",
+)
 
 
 def sandbox_test_driver() -> Driver:
@@ -105,7 +114,8 @@ def advance_sandbox_orders(
             error=lambda status: {
                 "code": "ILLEGAL_TRANSITION",
                 "message": f"A drop in {status} cannot move"
-                + (f" to {to}." if to else " forward."),
+                + (f" to {to}." if to else " forward.")
+                + (RETURNS_ONLY if to in (DropStatus.RETURNING, DropStatus.RETURNED) else ""),
             },
         )
 

@@ -21,7 +21,7 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
-from tests.browser.helpers import PASSWORD  # noqa: E402
+from tests.browser.helpers import PASSWORD, page_opener  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -67,19 +67,8 @@ def _browser_test_setup():
 @pytest.fixture
 def new_page(browser, live_server):
     """Open a page in its own browser context (own cookies): one per person in the test."""
-    contexts = []
-
-    def open_page() -> Page:
-        context = browser.new_context(
-            base_url=live_server.url, viewport={"width": 1280, "height": 800}
-        )
-        context.set_default_timeout(10_000)
-        contexts.append(context)
-        return context.new_page()
-
-    yield open_page
-    for context in contexts:
-        context.close()
+    with page_opener(browser, live_server.url, timeout_ms=10_000) as open_page:
+        yield open_page
 
 
 @pytest.fixture

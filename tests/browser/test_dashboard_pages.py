@@ -20,7 +20,7 @@ from accounts.models import ApiKey, Membership
 from events.endpoints import create_endpoint
 from orders.models import Drop
 from tests.browser.axe import assert_accessible
-from tests.browser.helpers import log_in
+from tests.browser.helpers import assert_fits, page_opener
 from tests.factories import UserFactory, batch, drop, group
 from tests.fixtures import Api
 from tests.reliability.batch_hold import open_all_day
@@ -106,39 +106,9 @@ def shop(make_tenant, settings) -> Shop:
 
 @pytest.fixture
 def sized(browser, live_server):
-    """A logged-in page `width` px wide, in its own context."""
-    contexts = []
-
-    def open_page(width: int) -> Page:
-        context = browser.new_context(
-            base_url=live_server.url, viewport={"width": width, "height": 800}
-        )
-        context.set_default_timeout(15_000)
-        contexts.append(context)
-        page = context.new_page()
-        log_in(page, EMAIL)
-        return page
-
-    yield open_page
-    for context in contexts:
-        context.close()
-
-
-# The innermost elements that stick out past the window's right edge, to name in a failure.
-WIDER_THAN = """(width) => [...document.querySelectorAll("body *")]
-  .filter((e) => e.getBoundingClientRect().right > width + 0.5)
-  .filter((e) => ![...e.children].some((c) => c.getBoundingClientRect().right > width + 0.5))
-  .slice(0, 8)
-  .map((e) => [e.tagName.toLowerCase(), ...e.classList].join(".")
-    + ` ${Math.round(e.getBoundingClientRect().right)}px`)"""
-
-
-def assert_fits(page: Page, width: int) -> None:
-    """Nothing makes the page scroll sideways: wide tables stack or scroll inside their card."""
-    scroll_width = page.evaluate("document.documentElement.scrollWidth")
-    if scroll_width > width:
-        culprits = page.evaluate(WIDER_THAN, width)
-        pytest.fail(f"{page.url}: {scroll_width} px wide in a {width} px window: {culprits}")
+    """sized(width): a logged-in page `width` px wide, in its own context."""
+    with page_opener(browser, live_server.url, email=EMAIL) as open_page:
+        yield open_page
 
 
 def wait_for_map(page: Page) -> None:
@@ -264,7 +234,7 @@ def test_wallet_pages(shop, sized, screenshot, width):
     screenshot(page, f"wallet-sandbox-{width}")
 
 
-def test_every_other_page_fits_at_360(shop, sized, browser, live_server):
+def test_every_other_page_fits_at_360(shop, sized):
     """The pages not pictured above, logged in and out: none scrolls sideways at 360 px."""
     page = sized(360)
     key = ApiKey.objects.filter(business__name="Lotus Bakery").first()
@@ -279,11 +249,7 @@ def test_every_other_page_fits_at_360(shop, sized, browser, live_server):
     ]:
         page.goto(path)
         assert_fits(page, 360)
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 360, "height": 800})
-    try:
-        visitor = context.new_page()
-        for path in ["/login/", "/signup/", "/password-reset/"]:
-            visitor.goto(path)
-            assert_fits(visitor, 360)
-    finally:
-        context.close()
+    visitor = sized(360, email=None)
+    for path in ["/login/", "/signup/", "/password-reset/"]:
+        visitor.goto(path)
+        assert_fits(visitor, 360)

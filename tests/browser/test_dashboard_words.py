@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from accounts.models import Stage
 from events.endpoints import create_endpoint
 from events.models import DeliveryAttempt
 from orders.models import Drop, ProofMethod
-from tests.browser.helpers import bulk, log_in
-from tests.browser.test_dashboard_pages import assert_fits
+from tests.browser.helpers import assert_fits, bulk, page_opener
 from tests.dashboard.test_webhooks import failed_delivery
 from tests.factories import UserFactory, batch, drop, group
 from tests.reliability.batch_hold import open_all_day
@@ -107,21 +106,8 @@ def shop(make_tenant, live_server, settings, tmp_path) -> dict:
 
 @pytest.fixture
 def sized(browser, live_server):
-    contexts = []
-
-    def open_page(width: int) -> Page:
-        context = browser.new_context(
-            base_url=live_server.url, viewport={"width": width, "height": 800}
-        )
-        context.set_default_timeout(15_000)
-        contexts.append(context)
-        page = context.new_page()
-        log_in(page, EMAIL)
-        return page
-
-    yield open_page
-    for context in contexts:
-        context.close()
+    with page_opener(browser, live_server.url, email=EMAIL) as open_page:
+        yield open_page
 
 
 @pytest.mark.parametrize("width", WIDTHS)

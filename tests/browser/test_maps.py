@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from orders.models import Drop
-from tests.browser.helpers import bulk, log_in
+from tests.browser.helpers import bulk, log_in, page_opener
 from tests.factories import UserFactory, batch, drop, group
 from tests.reliability.batch_hold import open_all_day
 
@@ -125,20 +125,8 @@ def order(make_tenant, live_server, settings) -> dict:
 
 @pytest.fixture
 def sized(browser, live_server):
-    contexts = []
-
-    def open_page(width: int) -> Page:
-        context = browser.new_context(
-            base_url=live_server.url, viewport={"width": width, "height": 800}
-        )
-        context.set_default_timeout(15_000)
-        context.add_init_script(CSP_WATCH)
-        contexts.append(context)
-        return context.new_page()
-
-    yield open_page
-    for context in contexts:
-        context.close()
+    with page_opener(browser, live_server.url, init_script=CSP_WATCH) as open_page:
+        yield open_page
 
 
 def assert_pins_inside(page: Page, selector: str, count: int) -> None:

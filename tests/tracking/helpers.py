@@ -74,7 +74,9 @@ def ledger_sum(wallet: Wallet):
     return sum(LedgerEntry.objects.filter(wallet=wallet).values_list("amount", flat=True))
 
 
-def drop_in(status: str, *, business, environment: str = "sandbox", client_order_id=None) -> Drop:
+def drop_in(
+    status: str, *, business, environment: str = "sandbox", client_order_id=None, **fields
+) -> Drop:
     """A drop written straight to the database in `status`, with its history.
 
     Its creation is the row itself (issue 18): SCHEDULED drops get a scheduled pickup, so
@@ -115,6 +117,7 @@ def drop_in(status: str, *, business, environment: str = "sandbox", client_order
         currency="USD",
         created_at=now,
         updated_at=now,
+        **fields,
     )
     if status not in (DropStatus.SCHEDULED, DropStatus.PENDING):
         DeliveryEvent.objects.create(drop=created, status=status, at=now, actor="test")

@@ -16,9 +16,9 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from billing.models import Wallet
+from billing.models import EntryKind, LedgerEntry, Wallet
 from events.models import Event, EventType
-from orders.models import DeliveryEvent, Drop, DropStatus
+from orders.models import DeliveryEvent, Drop, DropStatus, UndeliverableAction
 from tests.events.webhooks import make_endpoint
 from tests.factories import batch, drop, group
 from tests.reliability.batch_hold import open_all_day
@@ -106,7 +106,9 @@ def test_deliver_walks_to_delivered_one_step_each_time_with_the_courier_moving(s
     assert history_of(drop_id)[-1] == S.DELIVERED and len(history_of(drop_id)) == 4
 
 
-def test_fail_ends_failed_recipient_unavailable_and_stays_charged(sandbox, api, clock, alice):
+def test_fail_fails_recipient_unavailable_then_walks_back_to_returned_and_charges_the_return(
+    sandbox, api, clock, alice
+):
     wallet = Wallet.objects.get(business=alice.business, environment="sandbox")
     drop_id = start(api, sandbox, "fail")["fail"]
     charged = Wallet.objects.get(pk=wallet.pk).balance
@@ -117,6 +119,33 @@ def test_fail_ends_failed_recipient_unavailable_and_stays_charged(sandbox, api, 
     entry = entries_by_drop_id([drop_id])[drop_id]
     assert entry["failure"]["reason"] == "RECIPIENT_UNAVAILABLE"
     assert Wallet.objects.get(pk=wallet.pk).balance == charged < Decimal("100.00")
+    step(clock)
+    assert (row(drop_id).status, row(drop_id).courier_progress) == (S.RETURNING, None)
+    step(clock)
+    done = row(drop_id)
+    assert (done.status, done.scenario_next_at) == (S.RETURNED, None)
+    assert done.return_received_by == "Sandbox pickup desk"
+    assert history_of(drop_id) == [
+        S.PENDING, S.ASSIGNED, S.PICKED_UP, S.FAILED, S.RETURNING, S.RETURNED,
+    ]  # fmt: skip
+    assert_legal_history(drop_id)
+    fee = (done.price / 2).quantize(Decimal("0.01"))
+    assert LedgerEntry.objects.get(kind=EntryKind.RETURN_FEE).amount == -fee
+    assert Wallet.objects.get(pk=wallet.pk).balance == charged - fee == ledger_sum(wallet)
+    step(clock, 2)  # a returned scenario stays returned
+    assert len(history_of(drop_id)) == 6
+
+
+def test_fail_of_a_drop_to_dispose_of_ends_at_failed(sandbox, api, clock):
+    drop_id = start(api, sandbox, "fail")["fail"]
+    Drop.objects.filter(pk=drop_id).update(undeliverable_action=UndeliverableAction.DISPOSE)
+
+    step(clock, 6)
+
+    done = row(drop_id)
+    assert (done.status, done.scenario_next_at) == (S.FAILED, None)
+    assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.FAILED]
+    assert not LedgerEntry.objects.filter(kind=EntryKind.RETURN_FEE).exists()
 
 
 def test_cancel_by_courier_cancels_after_assigned_and_refunds(sandbox, api, clock, alice):
@@ -232,12 +261,12 @@ def test_a_worker_walks_every_scenario_to_its_end_and_each_step_is_a_signed_webh
     with db_worker(tmp_path / "worker.log", env=worker_env(tmp_path)):
         ids = start(api, shop.sandbox_key, "deliver", "fail", "cancel_by_courier", pin=True)
         wait_for("every scenario to end", scenarios_over, timeout=60)
-        # batch.created, then 3 + 3 + 2 status changes.
-        received = webhook_receiver.wait_for(9, timeout=30)
+        # batch.created, then 3 + 5 + 2 status changes.
+        received = webhook_receiver.wait_for(11, timeout=30)
 
     assert {i: row(d).status for i, d in ids.items()} == {
         "deliver": S.DELIVERED,
-        "fail": S.FAILED,
+        "fail": S.RETURNED,
         "cancel_by_courier": S.CANCELLED,
     }
     changes = [r.json for r in received if r.json["type"] == EventType.ORDER_STATUS_CHANGED]
@@ -251,7 +280,11 @@ def test_a_worker_walks_every_scenario_to_its_end_and_each_step_is_a_signed_webh
         assert [d["sequence"] for d in seen] == list(range(2, 2 + len(seen))), client_order_id
     assert [d["status"] for d in by_drop["deliver"]] == [S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
     assert by_drop["deliver"][-1]["proof_of_delivery"]["method"] == "pin"
+    assert [d["status"] for d in by_drop["fail"]] == [
+        S.ASSIGNED, S.PICKED_UP, S.FAILED, S.RETURNING, S.RETURNED,
+    ]  # fmt: skip
     assert by_drop["fail"][-1]["failure"]["reason"] == "RECIPIENT_UNAVAILABLE"
+    assert by_drop["fail"][-1]["return"]["received_by"] == "Sandbox pickup desk"
     assert [d["status"] for d in by_drop["cancel_by_courier"]] == [S.ASSIGNED, S.CANCELLED]
     after = Wallet.objects.get(pk=wallet.pk)
     assert after.balance == ledger_sum(after) >= 0

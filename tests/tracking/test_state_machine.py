@@ -13,6 +13,7 @@ from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from tests.factories import DriverFactory
 from tests.tracking.helpers import drop_in, history_of, statuses_of
 from tracking.lifecycle import (
+    ADVANCE_TARGETS,
     ALLOWED,
     CANCELLABLE,
     HAPPY_PATH,
@@ -46,14 +47,16 @@ def test_allowed_is_the_lifecycle_of_the_design():
         "ASSIGNED": {"PICKED_UP", "CANCELLED"},
         "PICKED_UP": {"DELIVERED", "FAILED"},
         "DELIVERED": set(),
-        "FAILED": set(),
+        "FAILED": {"RETURNING"},
+        "RETURNING": {"RETURNED"},
+        "RETURNED": set(),
         "CANCELLED": set(),
     }
     before_pickup = {"SCHEDULED", "PENDING", "ASSIGNED"}
     assert lifecycle == ALLOWED
     assert set(ALLOWED) == set(ALL)
     assert before_pickup == CANCELLABLE
-    assert len(LEGAL) == 8 and len(ILLEGAL) == 41
+    assert len(LEGAL) == 10 and len(ILLEGAL) == 71
 
 
 @pytest.mark.parametrize(("current", "target"), LEGAL)
@@ -209,8 +212,18 @@ def test_assigning_without_a_driver_is_refused_before_any_move(business):
         (S.PICKED_UP, S.ASSIGNED, None),
         (S.DELIVERED, None, None),
         (S.DELIVERED, S.FAILED, None),
-        (S.FAILED, None, None),
+        (S.FAILED, None, [S.RETURNING]),  # a drop that returns (dispose: refused by the move)
         (S.FAILED, S.DELIVERED, None),
+        (S.FAILED, S.RETURNED, [S.RETURNING, S.RETURNED]),
+        (S.RETURNING, None, [S.RETURNED]),
+        (S.RETURNING, S.RETURNED, [S.RETURNED]),
+        (S.RETURNING, S.FAILED, None),  # behind
+        (S.RETURNED, None, None),
+        (S.RETURNED, S.RETURNED, None),
+        (S.PICKED_UP, S.RETURNING, [S.FAILED, S.RETURNING]),
+        (S.PENDING, S.RETURNED, [S.ASSIGNED, S.PICKED_UP, S.FAILED, S.RETURNING, S.RETURNED]),
+        (S.DELIVERED, S.RETURNED, None),
+        (S.CANCELLED, S.RETURNING, None),
         (S.CANCELLED, None, None),
         (S.CANCELLED, S.DELIVERED, None),
     ],
@@ -221,7 +234,7 @@ def test_the_sandbox_path_to_a_target(current, to, path):
 
 @pytest.mark.parametrize(
     ("current", "to"),
-    list(product(ALL, [None, "PENDING", "ASSIGNED", "PICKED_UP", "DELIVERED", "FAILED"])),
+    list(product(ALL, [None, *sorted(ADVANCE_TARGETS)])),
 )
 def test_every_sandbox_path_is_made_of_legal_steps(current, to):
     path = along_happy_path(to)(current)
