@@ -463,6 +463,19 @@ class DropAdmin(DispatchAdmin):
                 ]
             },
         ),
+        # The promise to the recipient and the word to the courier (docs/contract.md §17).
+        (
+            "Commitments",
+            {
+                "fields": [
+                    "window_start",
+                    "window_end",
+                    "window_status",
+                    "notes",
+                    "undeliverable_action",
+                ]
+            },
+        ),
         (
             "Proof of delivery",
             {
