@@ -61,6 +61,10 @@ MESSAGES = {
         "drop",
     ): "client_order_id is already used by an active drop.",
     (Reason.INSUFFICIENT_BALANCE, "drop"): "The wallet balance does not cover this drop's price.",
+    (Reason.INSUFFICIENT_BALANCE, "owed"): (
+        "The wallet owes money (a return fee its balance did not cover): "
+        "a top-up pays it first, then new drops are taken again."
+    ),
 }
 
 # [0-9] and \Z, not \d and $: \d matches any Unicode digit ("+855١٢٣…", which phonenumbers
@@ -158,6 +162,7 @@ class AccountState:
     charges_wallet: bool
     balance: Decimal
     taken: frozenset[str]  # this batch's client_order_ids already held by active drops
+    owes: bool = False  # the wallet owes money: no new drop (docs/contract.md §19)
 
 
 @dataclass(slots=True)
@@ -334,8 +339,9 @@ class _Charges:
                     km = origin.km(*decision.located.pin)
                     decision.km = km
                 price = price_for(state.plan, km)
-            if state.charges_wallet and price > remaining:
-                decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, "drop"
+            if state.charges_wallet and (state.owes or price > remaining):
+                side = "owed" if state.owes else "drop"
+                decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, side
                 continue
             if state.charges_wallet:
                 remaining -= price
