@@ -274,7 +274,8 @@ def post_wallet_entry(
     wallet = lock_account(business=business, environment=environment)
     move = Movement(kind, amount, getattr(drop, "pk", None), getattr(actor, "pk", None), note)
     append_entries(wallet=wallet, movements=[move], at=timezone.now())
-    return wallet.entries.order_by("-id").first()
+    # Its own entry: a credit while something is owed is followed by an OWED_PAYMENT.
+    return wallet.entries.filter(kind=kind).order_by("-id").first()
 
 
 def set_pricing(

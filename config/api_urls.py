@@ -15,13 +15,15 @@ from core.openapi import DocsView, SchemaView
 from events.api import EventViewSet, WebhookEndpointViewSet
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
-from tracking.api import OrderListViewSet, SandboxViewSet, TrackingViewSet
+from tracking.api import OrderEditViewSet, OrderListViewSet, SandboxViewSet, TrackingViewSet
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # both /orders/bulk and /orders/bulk/ answer
 router.register("orders", OrderViewSet, basename="orders")
 router.register("orders", TrackingViewSet, basename="tracking")
 router.register("orders", OrderListViewSet, basename="order-list")
+# Last of the orders: its /orders/<drop_id> must not shadow /orders/bulk and the others.
+router.register("orders", OrderEditViewSet, basename="order-edit")
 router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")

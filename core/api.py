@@ -27,6 +27,7 @@ class ApiError(exceptions.APIException):
         message: str,
         details: list[dict[str, str]] | None = None,
         headers: dict[str, str] | None = None,
+        extra: dict[str, str] | None = None,
     ) -> None:
         super().__init__(detail=message, code=code)
         self.status_code = status
@@ -34,6 +35,9 @@ class ApiError(exceptions.APIException):
         self.message = message
         self.details = details or []
         self.headers = headers or {}
+        # Keys of the error object beside the four of every error, for a code that needs
+        # one (EDIT_REJECTED's failure_reason, docs/contract.md §17).
+        self.extra = extra or {}
 
 
 def validation_error(details: list[dict[str, str]], more: int = 0) -> ApiError:
@@ -82,20 +86,17 @@ def envelope(data: Any, status: int = 200) -> HttpResponse:
 
 
 def error_body(
-    status: int, code: str, message: str, request_id: str, details: list | None = None
+    status: int,
+    code: str,
+    message: str,
+    request_id: str,
+    details: list | None = None,
+    extra: dict | None = None,
 ) -> bytes:
-    return dumps(
-        {
-            "statusCode": status,
-            "success": False,
-            "error": {
-                "code": code,
-                "message": message,
-                "details": details or [],
-                "request_id": request_id,
-            },
-        }
-    )
+    error = {"code": code, "message": message, "details": details or [], "request_id": request_id}
+    if extra:
+        error = {"code": code, **extra, **error}
+    return dumps({"statusCode": status, "success": False, "error": error})
 
 
 def error_response(
@@ -105,9 +106,11 @@ def error_response(
     message: str,
     details: list | None = None,
     headers: dict | None = None,
+    extra: dict | None = None,
 ) -> HttpResponse:
     request_id = getattr(request, "request_id", "")
-    return json_response(error_body(status, code, message, request_id, details), status, headers)
+    body = error_body(status, code, message, request_id, details, extra)
+    return json_response(body, status, headers)
 
 
 class JsonParser(BaseParser):
@@ -197,8 +200,9 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     if not isinstance(exc, exceptions.APIException):
         return None  # a real bug: Django's handler500 answers with a generic envelope
     headers: dict[str, str] = {}
+    extra: dict[str, str] = {}
     if isinstance(exc, ApiError):
-        code, message, details = exc.code, exc.message, exc.details
+        code, message, details, extra = exc.code, exc.message, exc.details, exc.extra
         headers.update(exc.headers)
     else:
         code = next((c for cls, c in _DRF_CODES if isinstance(exc, cls)), "ERROR")
@@ -207,7 +211,7 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
         headers["WWW-Authenticate"] = exc.auth_header
     if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
         headers["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
-    return error_response(request, exc.status_code, code, message, details, headers)
+    return error_response(request, exc.status_code, code, message, details, headers, extra)
 
 
 def _message_of(exc: exceptions.APIException) -> tuple[str, list]:

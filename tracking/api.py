@@ -1,6 +1,8 @@
-"""HTTP for listing, tracking, cancellation and the sandbox test driver."""
+"""HTTP for listing, tracking, cancellation, edits and the sandbox test driver."""
 
 from __future__ import annotations
+
+import uuid
 
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -10,9 +12,11 @@ from accounts.permissions import SandboxKeyOnly
 from core.api import ApiError, envelope, json_body
 from core.cursors import InvalidCursor
 from core.serializers import QUERY_NOT_VALID, parse_query
+from tracking.edit_inputs import parse_drop_change
+from tracking.edits import EditRefused, EditRejected, NotEditable, edit_drop
 from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
 from tracking.listing import DropFilters, list_drops
-from tracking.schema import ADVANCE, CANCEL, ORDERS, TRACKING
+from tracking.schema import ADVANCE, CANCEL, EDIT, ORDERS, TRACKING
 from tracking.selectors import track_drops
 from tracking.services import advance_sandbox_orders, cancel_orders
 
@@ -69,6 +73,47 @@ class TrackingViewSet(viewsets.ViewSet):
 
 
 class SandboxViewSet(viewsets.ViewSet):
+class OrderEditViewSet(viewsets.ViewSet):
+    """PATCH /orders/<drop_id> (docs/contract.md §17)."""
+
+    lookup_url_kwarg = "drop_id"
+    lookup_value_regex = "[^/]+"
+
+    @EDIT
+    def partial_update(self, request, drop_id=None):
+        change = parse_drop_change(json_body(request))
+        try:
+            drop_uuid = uuid.UUID(drop_id)
+        except ValueError as exc:  # not a UUID: no such drop, as any unknown id
+            raise ApiError(404, "NOT_FOUND", "No such order.") from exc
+        try:
+            entry = edit_drop(
+                business=request.auth.business,
+                environment=request.auth.environment,
+                drop_id=drop_uuid,
+                change=change,
+            )
+        except EditRefused as refused:
+            raise edit_refusal(refused) from refused
+        return envelope(entry)
+
+
+def edit_refusal(refused: EditRefused) -> ApiError:
+    """An edit's refusal in the error envelope: the fields it names as details."""
+    details = [{"field": name, "message": refused.message} for name in refused.fields]
+    if isinstance(refused, EditRejected):
+        return ApiError(
+            422,
+            "EDIT_REJECTED",
+            refused.message,
+            details,
+            extra={"failure_reason": refused.reason.name},
+        )
+    if isinstance(refused, NotEditable):
+        return ApiError(409, "NOT_EDITABLE", refused.message, details)
+    return ApiError(404, "NOT_FOUND", refused.message)  # DropNotFound
+
+
     permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, SandboxKeyOnly]
 
     @ADVANCE

@@ -1,4 +1,5 @@
-"""GET /orders, POST /orders/tracking, /orders/cancel, /sandbox/orders/advance: OpenAPI description.
+"""GET /orders, POST /orders/tracking, /orders/cancel, PATCH /orders/<drop_id>,
+/sandbox/orders/advance: their OpenAPI description.
 
 Requests are the Input serializers of tracking/inputs.py, which also validate them. The
 answers are documented here only: the tracking entry is built by hand for speed
@@ -9,7 +10,13 @@ included) keep this description and that code in step.
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+)
 from rest_framework import serializers
 
 from accounts.schema import ENVIRONMENTS
@@ -17,7 +24,9 @@ from core.openapi import (
     EVERY_CALL,
     EVERY_POST,
     QUERY_BAD_REQUEST,
+    ErrorDetail,
     const,
+    envelope,
     failure,
     money,
     one_of,
@@ -25,7 +34,17 @@ from core.openapi import (
     shape,
     success,
 )
-from orders.schema import DROP_STATUSES, Address, Pin
+from core.serializers import optional_text, text
+from orders.decisions import Reason
+from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL, UNDELIVERABLE_ACTIONS
+from orders.schema import (
+    DROP_STATUSES,
+    Address,
+    DropoffVerification,
+    Pin,
+    coordinate,
+    phone,
+)
 from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
 from tracking.listing import SYNC_MARGIN
 
@@ -267,5 +286,133 @@ ORDERS = operation(
             },
             response_only=True,
         )
+    ],
+)
+
+
+# --- PATCH /orders/<drop_id> (docs/contract.md §17) -----------------------------------------
+
+
+class EditedRecipient(serializers.Serializer):
+    name = text(MAX_NAME, required=False, help_text="Any time while the drop is active.")
+    phone = phone("+85512345670")
+    lat = coordinate(11.5710, "latitude, -90..90")
+    long = coordinate(104.9250, "longitude, -180..180")
+    address = Address(
+        required=False,
+        allow_null=True,
+        help_text="An object of strings, as in POST /orders/bulk. Sent without coordinates, "
+        "it is geocoded and the pin moves there.",
+    )
+
+
+class EditedWindow(serializers.Serializer):
+    start = serializers.DateTimeField(help_text="ISO 8601 with a time zone.")
+    end = serializers.DateTimeField(help_text="ISO 8601 with a time zone.")
+
+
+_NEVER = "Never changes: sent unchanged it is ignored, changed it is 409 NOT_EDITABLE."
+
+
+class DropEdit(serializers.Serializer):
+    """The fields to change, in the shape of a drop of POST /orders/bulk; only those sent."""
+
+    dropoff = EditedRecipient(
+        required=False,
+        help_text="name and phone while active. The location (lat and long, or address) only "
+        "in SCHEDULED or PENDING, and as a whole: the fields of it sent are the new location, "
+        "judged as at creation (an address alone is geocoded; coordinates win).",
+    )
+    notes = optional_text(MAX_NOTES, help_text='For the courier; null or "" removes them.')
+    external_waybill = optional_text(MAX_WAYBILL, help_text="null removes it.")
+    dropoff_window = EditedWindow(
+        required=False, allow_null=True, help_text="SCHEDULED or PENDING only; null removes it."
+    )
+    undeliverable_action = serializers.ChoiceField(
+        choices=list(UNDELIVERABLE_ACTIONS),
+        required=False,
+        allow_null=True,
+        help_text="SCHEDULED or PENDING only; null is the default, return.",
+    )
+    client_order_id = serializers.CharField(required=False, help_text=_NEVER)
+    dropoff_verification = DropoffVerification(required=False, allow_null=True, help_text=_NEVER)
+    sandbox_scenario = serializers.CharField(required=False, allow_null=True, help_text=_NEVER)
+
+
+EDIT_REASONS = [
+    Reason.INVALID_PHONE.name,
+    Reason.INVALID_COORDINATES.name,
+    Reason.GEOCODE_FAILED.name,
+    Reason.OUT_OF_SERVICE_AREA.name,
+    Reason.INVALID_TIME_WINDOW.name,
+    Reason.INSUFFICIENT_BALANCE.name,
+]
+_EditRejectedError = shape(
+    "EditRejectedError",
+    code=const("EDIT_REJECTED"),
+    failure_reason=one_of(EDIT_REASONS, help_text="The rule of creation the edited drop fails."),
+    message=serializers.CharField(),
+    details=ErrorDetail(many=True, help_text="The fields that fail it."),
+    request_id=serializers.CharField(help_text="Also in the X-Request-Id header."),
+)
+EDIT_REJECTED = OpenApiResponse(
+    response=envelope(
+        "EditRejectedErrorResponse",
+        statusCode=const(422),
+        success=const(False),
+        error=_EditRejectedError(),
+    ),
+    description="The edited drop fails a rule of creation (`failure_reason`, as a rejected "
+    "drop of a batch would): nothing changed. INSUFFICIENT_BALANCE: the wallet cannot pay "
+    "the new price's difference.",
+)
+NOT_EDITABLE = failure(
+    "NotEditable",
+    409,
+    ["NOT_EDITABLE"],
+    "A field sent that may not change now (`details` names each): the location, window or "
+    "undeliverable_action past PENDING, a field that never changes, or any field of a "
+    "finished drop. Nothing changed.",
+)
+ORDER_NOT_FOUND = failure(
+    "OrderNotFound",
+    404,
+    ["NOT_FOUND"],
+    "No such drop for this key: unknown, not a UUID, or another business's or environment's.",
+)
+DROP_ID = OpenApiParameter("drop_id", OpenApiTypes.UUID, OpenApiParameter.PATH, required=True)
+
+EDIT = operation(
+    "orders_edit",
+    "tracking",
+    "Change an order after creation",
+    "A partial drop: only the fields sent change. While the drop is active: the recipient's "
+    "name and phone, notes, external_waybill. In SCHEDULED or PENDING only: the location, "
+    "dropoff_window and undeliverable_action. The edited drop must pass the rules of "
+    "creation (422 EDIT_REJECTED with failure_reason). A location that moves the price "
+    "settles the difference at once: a wallet ADJUSTMENT naming the drop (a debit the "
+    "wallet cannot cover is INSUFFICIENT_BALANCE), or a line on the open invoice. Answers "
+    "the tracking entry; an `order.updated` event carries it with `changed`, the fields "
+    "that changed (and `price`). An edit that changes nothing changes and sends nothing.",
+    request=DropEdit,
+    parameters=[DROP_ID],
+    responses={
+        200: success("OrderEdited", TrackedOrder),
+        **EVERY_POST,
+        404: ORDER_NOT_FOUND,
+        409: NOT_EDITABLE,
+        422: EDIT_REJECTED,
+    },
+    examples=[
+        OpenApiExample(
+            "A new phone and a note",
+            value={"dropoff": {"phone": "+85512345670"}, "notes": "Gate code 42"},
+            request_only=True,
+        ),
+        OpenApiExample(
+            "A corrected address",
+            value={"dropoff": {"address": {"complete_address": "St. 310, Phnom Penh"}}},
+            request_only=True,
+        ),
     ],
 )

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.models import BillingModel, Environment
-from billing.models import Invoice, LedgerEntry
+from billing.models import EntryKind, Invoice, LedgerEntry
 from billing.services import BillingError, account_summary, sandbox_top_up
 from dashboard.forms import SandboxTopUpForm
 from dashboard.views.common import business_view, page_of
@@ -68,8 +68,11 @@ def sandbox_wallet_top_up(request):
         except BillingError as exc:
             messages.error(request, str(exc))
         else:
+            wallet = entry.wallet  # as the top-up left it: what was owed is paid first
+            paid = wallet.entries.filter(kind=EntryKind.OWED_PAYMENT, pk__gt=entry.pk).first()
+            owed = f", after paying {-paid.amount} owed" if paid else ""
             messages.success(
-                request, f"Added {entry.amount} to the sandbox wallet ({entry.balance_after})."
+                request, f"Added {entry.amount} to the sandbox wallet ({wallet.balance}{owed})."
             )
             return redirect(reverse("dashboard:wallet") + "?environment=sandbox")
     return _wallet_page(request, environment=Environment.SANDBOX, top_up_form=form, status=400)

@@ -1,0 +1,340 @@
+"""Edits of a drop after creation (docs/contract.md §17): PATCH /orders/<drop_id>.
+
+`check_edit` judges an edit against the drop as it is under its row lock: may these fields
+change in this status, and does the edited drop pass the rules of creation (orders.decisions,
+the same functions a batch runs)? It writes nothing. `edit_drop` geocodes a new address
+first, outside any transaction, then in one transaction takes the locks, judges, writes
+the drop, settles a new price (billing/adjustments.py) and records `order.updated`.
+
+Locks, in the order every writer takes them: the account (only when the location may move
+the price, as a batch and a cancel take it), then the drop's row, then the event feed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Business
+from billing.adjustments import CannotCover, settle_price_change
+from billing.services import lock_account, price_for
+from events.models import EventType
+from events.services import record_events
+from geo.geocoders import Pin, geocode_addresses, geocode_failed_message
+from geo.geometry import DistancesFrom
+from geo.services import load_coverage
+from orders.decisions import (
+    MESSAGES,
+    Located,
+    Reason,
+    addresses_to_geocode,
+    locate,
+    phone_is_valid,
+)
+from orders.inputs import Place
+from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop
+from orders.windows import EtaTerms
+from tracking.edit_inputs import (
+    BEFORE_PICKUP,
+    FIELDS,
+    FIXED,
+    LOCATION,
+    WHILE_ACTIVE,
+    DropChange,
+)
+from tracking.selectors import entries_by_drop_id
+
+
+class EditRefused(Exception):
+    """An edit that cannot be made; nothing changed. The API gives each code its status."""
+
+    code: ClassVar[str] = ""
+
+    def __init__(self, message: str, fields: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message, self.fields = message, list(fields)
+
+
+class DropNotFound(EditRefused):
+    """No such drop for this business and environment (or not an id at all)."""
+
+    code = "NOT_FOUND"
+
+
+class NotEditable(EditRefused):
+    """A field that may not change in the drop's status (or ever), or a finished drop."""
+
+    code = "NOT_EDITABLE"
+
+
+class EditRejected(EditRefused):
+    """The edited drop fails a rule of creation: `reason` is its failure_reason."""
+
+    code = "EDIT_REJECTED"
+
+    def __init__(self, reason: Reason, message: str, fields=()) -> None:
+        super().__init__(message, fields)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class Edit:
+    """What an edit changes: the drop's columns, the fields a client sees change (in FIELDS
+    order, then "price"), and the new price when the location moved it."""
+
+    columns: dict[str, Any] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    price: Decimal | None = None
+
+
+def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: DropChange) -> dict:
+    """Apply a PATCH to a drop of this account; its tracking entry afterwards.
+
+    Raises DropNotFound, NotEditable or EditRejected, with nothing changed. An edit that
+    changes nothing writes nothing and records no event.
+    """
+    status = (
+        Drop.objects.filter(pk=drop_id, business=business, environment=environment)
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status is None:
+        raise DropNotFound("No such order.")
+    # A drop never goes back to SCHEDULED or PENDING: past them its location cannot change,
+    # so only then is a new address geocoded (before any lock) or the account locked.
+    moves = change.moves_location and status in INITIAL_STATUSES
+    pins = geocode_addresses(addresses_to_geocode([change.location])) if moves else {}
+    with transaction.atomic():
+        wallet = lock_account(business=business, environment=environment) if moves else None
+        drop = (
+            Drop.objects.select_for_update(of=("self",))
+            .select_related("order", "business__pricing_plan")
+            .get(pk=drop_id)
+        )
+        # Read once the locks are held: an edit that waited stamps its change after the other's.
+        now = timezone.now()
+        edit = check_edit(drop, change, pins, now=now)
+        if edit.changed:
+            _write(drop, edit, wallet, now)
+        entry = entries_by_drop_id([drop.pk])[str(drop.pk)]
+        if edit.changed:
+            record_events(
+                business_id=business.pk,
+                environment=environment,
+                event_type=EventType.ORDER_UPDATED,
+                payloads=[{**entry, "changed": edit.changed}],
+                at=now,
+            )
+    return entry
+
+
+def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> None:
+    """The drop's new values and, for a new price, the money: both or neither."""
+    if edit.price is not None and edit.price != drop.price:
+        try:
+            settle_price_change(
+                business=wallet.business,
+                wallet=wallet,
+                drop_id=drop.pk,
+                charged=drop.price,
+                price=edit.price,
+                at=now,
+            )
+        except CannotCover as short:
+            raise EditRejected(Reason.INSUFFICIENT_BALANCE, str(short), LOCATION) from short
+    # updated_at moves: GET /orders?updated_since= sees the edit (tracking/listing.py).
+    Drop.objects.filter(pk=drop.pk).update(**edit.columns, updated_at=now)
+
+
+def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, now) -> Edit:
+    """Judge `change` against `drop` (row-locked, with its order); the Edit it makes.
+
+    In the contract's order: a finished drop, then fields that may not change in the
+    drop's status (409); then the rules of creation that read what changes (422).
+    """
+    if drop.status not in ACTIVE_STATUSES:
+        raise NotEditable(
+            f"A drop in {drop.status} cannot be edited: only an active drop can.",
+            _sent_fields(change),
+        )
+    changed = _changed_fields(drop, change)
+    fixed = [
+        name
+        for name in changed
+        if name in FIXED or (name in BEFORE_PICKUP and drop.status not in INITIAL_STATUSES)
+    ]
+    if fixed:
+        raise NotEditable(_not_editable_message(drop.status, fixed), fixed)
+    edit = Edit()
+    values = change.values
+    for name in changed & _COLUMNS_OF.keys():
+        edit.columns |= _COLUMNS_OF[name](values[name])
+    phone = values.get("dropoff.phone", drop.recipient_phone)
+    if "dropoff.phone" in changed and not phone_is_valid(phone):
+        raise EditRejected(Reason.INVALID_PHONE, _message(Reason.INVALID_PHONE), ["dropoff.phone"])
+    km = None
+    if any(name in LOCATION for name in changed):
+        km = _move_to(drop, change.location, phone, pins, edit)
+    window = values["dropoff_window"] if "dropoff_window" in changed else _window_of(drop)
+    if window is not None and ("dropoff_window" in changed or km is not None):
+        _check_window(drop, window, now, km, edit)
+    elif "dropoff_window" in changed:
+        edit.columns |= {"window_status": None, "window_risk_at": None, "window_alerted": False}
+    edit.changed = [
+        name
+        for name in CHANGED_ORDER
+        if (_column_moved(drop, name, edit) if name in LOCATION else name in changed)
+    ]
+    if edit.price is not None and edit.price != drop.price:
+        edit.changed.append("price")
+    return edit
+
+
+# How `changed` lists the fields (then "price"): the recipient, the courier's, the promise.
+CHANGED_ORDER = ("dropoff.name", "dropoff.phone", *LOCATION, *WHILE_ACTIVE[2:], *BEFORE_PICKUP[3:])
+
+
+def _sent_fields(change: DropChange) -> list[str]:
+    sent = [name for name in FIELDS if name in change.values]
+    if change.location is not None:
+        sent += [name for name in LOCATION if name not in sent]
+    return sent
+
+
+def _not_editable_message(status: str, fields: list[str]) -> str:
+    fixed = [name for name in fields if name in FIXED]
+    if fixed:
+        return f"{', '.join(fixed)} cannot change after the drop is created."
+    return (
+        f"{', '.join(fields)} can change only while the drop is SCHEDULED or PENDING; "
+        f"it is {status}."
+    )
+
+
+def _message(reason: Reason) -> str:
+    return MESSAGES[reason, "drop"]
+
+
+# --- What a field is now, and what it becomes ---------------------------------------------
+
+
+def _window_of(drop: Drop) -> tuple[datetime, datetime] | None:
+    return None if drop.window_start is None else (drop.window_start, drop.window_end)
+
+
+def _wants_pin(value: Any) -> bool | None:
+    """dropoff_verification as sent: whether it asks for a PIN; None for no valid form."""
+    if value is None or value == {} or value == {"pin": False}:
+        return False
+    return True if value == {"pin": True} else None
+
+
+_CURRENT = {
+    "dropoff.name": lambda drop: drop.recipient_name,
+    "dropoff.phone": lambda drop: drop.recipient_phone,
+    "notes": lambda drop: drop.notes,
+    "external_waybill": lambda drop: drop.external_waybill,
+    "dropoff_window": _window_of,
+    "undeliverable_action": lambda drop: drop.undeliverable_action,
+    "client_order_id": lambda drop: drop.client_order_id,
+    "dropoff_verification": lambda drop: drop.dropoff_pin is not None,
+    "sandbox_scenario": lambda drop: drop.sandbox_scenario,
+}
+_COLUMNS_OF = {
+    "dropoff.name": lambda value: {"recipient_name": value},
+    "dropoff.phone": lambda value: {"recipient_phone": value},
+    "notes": lambda value: {"notes": value},
+    "external_waybill": lambda value: {"external_waybill": value},
+    "dropoff_window": lambda value: {
+        "window_start": value and value[0],
+        "window_end": value and value[1],
+    },
+    "undeliverable_action": lambda value: {"undeliverable_action": value},
+}
+
+
+def _changed_fields(drop: Drop, change: DropChange) -> set[str]:
+    """The fields sent whose value differs from the drop's. A new location with coordinates
+    is compared with the drop's pin; an address-only one moves the pin unless the drop's pin
+    already came from that same address (the geocoder settles where it goes)."""
+    changed = set()
+    for name, value in change.values.items():
+        if name == "dropoff_verification":
+            value = _wants_pin(value)
+        if value != _CURRENT[name](drop):
+            changed.add(name)
+    new = change.location
+    if new is not None:
+        if new.address != drop.address:
+            changed.add("dropoff.address")
+        if new.has_coordinates:
+            changed |= {"dropoff.lat"} if new.lat != drop.lat else set()
+            changed |= {"dropoff.long"} if new.long != drop.long else set()
+        elif not drop.resolved or "dropoff.address" in changed:
+            changed |= {"dropoff.lat", "dropoff.long"}
+    return changed
+
+
+def _column_moved(drop: Drop, name: str, edit: Edit) -> bool:
+    column = name.removeprefix("dropoff.")
+    return column in edit.columns and edit.columns[column] != getattr(drop, column)
+
+
+# --- The rules of creation, on the edited drop --------------------------------------------
+
+
+def _move_to(drop: Drop, place: Place, phone: Any, pins, edit: Edit) -> float:
+    """Rules 1–4 for the new location, as a batch judges a drop's (orders.decisions.locate,
+    then the active areas); its columns and its price into `edit`. The km from the pickup."""
+    located: Located = locate(place, phone, pins)
+    if located.reason is Reason.GEOCODE_FAILED:
+        message = geocode_failed_message("drop", located.unanswered)
+        raise EditRejected(Reason.GEOCODE_FAILED, message, ["dropoff.address"])
+    if located.reason is not None:
+        fields = ["dropoff.phone"] if located.reason is Reason.INVALID_PHONE else list(LOCATION)
+        raise EditRejected(located.reason, _message(located.reason), fields)
+    lat, long = located.pin
+    if not load_coverage().locate([lat], [long])[0]:
+        raise EditRejected(
+            Reason.OUT_OF_SERVICE_AREA, _message(Reason.OUT_OF_SERVICE_AREA), list(LOCATION)
+        )
+    edit.columns |= {"lat": lat, "long": long, "address": place.address}
+    edit.columns["resolved"] = located.resolved
+    order = drop.order
+    km = DistancesFrom(order.pickup_lat, order.pickup_long).km(lat, long)
+    edit.price = edit.columns["price"] = price_for(drop.business.pricing_plan, km)
+    return km
+
+
+def _check_window(
+    drop: Drop, window: tuple[datetime, datetime], now: datetime, km: float | None, edit: Edit
+) -> None:
+    """Rule 7 for the edited drop, from its pickup time (orders.windows), and its window
+    status afresh: a new window is a new promise, which may be said to be at risk again."""
+    order = drop.order
+    if km is None:
+        km = DistancesFrom(order.pickup_lat, order.pickup_long).km(drop.lat, drop.long)
+    terms = EtaTerms()
+    pickup_time = order.pickup_scheduled_at or drop.created_at
+    problem = terms.window_problem(window, pickup_time, now, km)
+    if problem is not None:
+        fields = ["dropoff_window"] if "window_start" in edit.columns else list(LOCATION)
+        raise EditRejected(Reason.INVALID_TIME_WINDOW, problem, fields)
+    status, risk_at = terms.outlook(
+        status=drop.status,
+        end=window[1],
+        km=km,
+        waiting_since=pickup_time,
+        picked_up_at=None,
+        delivered_at=None,
+        now=now,
+    )
+    edit.columns |= {"window_status": status, "window_risk_at": risk_at}
+    if "window_start" in edit.columns:
+        edit.columns["window_alerted"] = False
