@@ -72,7 +72,6 @@ class TrackingViewSet(viewsets.ViewSet):
         return envelope({"orders": orders})
 
 
-class SandboxViewSet(viewsets.ViewSet):
 class OrderEditViewSet(viewsets.ViewSet):
     """PATCH /orders/<drop_id> (docs/contract.md §17)."""
 
@@ -114,6 +113,7 @@ def edit_refusal(refused: EditRefused) -> ApiError:
     return ApiError(404, "NOT_FOUND", refused.message)  # DropNotFound
 
 
+class SandboxViewSet(viewsets.ViewSet):
     permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, SandboxKeyOnly]
 
     @ADVANCE
