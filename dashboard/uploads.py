@@ -8,11 +8,9 @@ so the same file sent again, by any member, replays the first answer and creates
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -33,7 +31,7 @@ from dashboard.csv_orders import (
 from dashboard.views.common import business_view
 from orders.api import base_url_of
 from orders.errors import BatchRefused
-from orders.services import create_batch
+from orders.services import BatchResult, create_batch
 
 SAMPLE_ORDERS = Path(settings.BASE_DIR) / "docs" / "sample-orders.csv"
 
@@ -73,15 +71,10 @@ class UploadForm(forms.Form):
 class Upload:
     """What the page shows after a file was sent (or replayed)."""
 
-    data: dict[str, Any]  # the `data` of the bulk answer, as the API would answer it
+    batch: BatchResult  # as the API would answer it
     rows: list[RowResult]
-    replayed: bool
     unknown_columns: list[str]
     has_pins: bool  # a column for them; read once, not once per row of the table
-
-    @property
-    def sent_at(self) -> datetime:
-        return datetime.fromisoformat(self.data["created_at"])
 
 
 def upload_environments(business: Business) -> list[str]:
@@ -156,13 +149,12 @@ def orders_upload(request: HttpRequest) -> HttpResponse:
     except (BatchRefused, BillingError) as refused:
         messages.error(request, f"The file was not sent: {refused}")
         return _page(request, form=form, status=409)
-    data = orjson.loads(result.body)["data"]
+    entries = result.entries()
     upload = Upload(
-        data=data,
-        rows=results_by_row(orders_file, data["orders"]),
-        replayed=result.replayed,
+        batch=result,
+        rows=results_by_row(orders_file, entries),
         unknown_columns=orders_file.unknown_columns,
-        has_pins=any("dropoff_pin" in entry for entry in data["orders"]),
+        has_pins=any(entry.dropoff_pin for entry in entries),
     )
     fresh_form = UploadForm(environments=environments, initial={"environment": environment})
     return _page(request, form=fresh_form, upload=upload)

@@ -14,6 +14,7 @@ from django.db.models.fields.tuple_lookups import Tuple, TupleLessThan
 from core.cursors import InvalidCursor, make_cursor, read_cursor
 from core.formats import iso_z
 from orders.models import Batch, Drop
+from orders.results import ResultEntry, stored_entries
 
 BATCHES_CURSOR_SALT = "orders.selectors.batches"
 
@@ -111,10 +112,6 @@ def batches_named(*, business, environments: list[str], text: str) -> list[uuid.
     return list(rows.values_list("pk", flat=True)[:4])
 
 
-def stored_results(batch: Batch) -> list[dict]:
-    """The batch's result entries as answered to POST /orders/bulk, in submission order,
-    each with its 1-based position in the batch."""
-    if not batch.response:
-        return []
-    entries = orjson.loads(bytes(batch.response))["data"]["orders"]
-    return [{**entry, "position": n} for n, entry in enumerate(entries, start=1)]
+def stored_results(batch: Batch) -> list[ResultEntry]:
+    """The batch's result entries as answered to POST /orders/bulk, in submission order."""
+    return stored_entries(bytes(batch.response))

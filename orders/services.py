@@ -8,10 +8,11 @@ decisions without the write.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -33,6 +34,7 @@ from orders.decisions import (
     AccountState,
     Decider,
     Decisions,
+    DropDecision,
     Reason,
     addresses_to_geocode,
     decide_batch,
@@ -58,22 +60,49 @@ from orders.models import (
     SandboxScenario,
     initial_status,
 )
+from orders.results import ACCEPTED, REJECTED, ResultEntry, entries_of, stored_entries
 from orders.signals import scenarios_started
 
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    """A processed batch: its stored answer, byte for byte, and whether this was a replay."""
+    """A processed batch: its stored answer, byte for byte, whether this was a replay, and
+    its result entries as domain values (entries())."""
 
     batch_id: uuid.UUID
+    client_batch_id: str
+    environment: str
+    status: str
+    created_at: datetime
     accepted: int
     rejected: int
     body: bytes
     replayed: bool
+    # The entries in their wire form when this call wrote them; a replay reads the stored ones.
+    written: list[dict] | None = None
 
     @classmethod
-    def of(cls, batch: Batch, *, replayed: bool) -> BatchResult:
-        return cls(batch.pk, batch.accepted, batch.rejected, bytes(batch.response), replayed)
+    def of(cls, batch: Batch, *, replayed: bool, written: list[dict] | None = None) -> BatchResult:
+        return cls(
+            batch.pk,
+            batch.client_batch_id,
+            batch.environment,
+            batch.status,
+            batch.created_at,
+            batch.accepted,
+            batch.rejected,
+            bytes(batch.response),
+            replayed,
+            written,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.accepted + self.rejected
+
+    def entries(self) -> list[ResultEntry]:
+        """One entry per drop, in submission order (docs/contract.md §4)."""
+        return stored_entries(self.body) if self.written is None else entries_of(self.written)
 
 
 def create_batch(
@@ -94,67 +123,72 @@ def create_batch(
     # finds its addresses in that cache.
     pins = locate_places(batch)
     now = timezone.now()
-    batch_id = uuid7()
     with transaction.atomic():
-        # The idempotency row goes in first: a retry of a committed batch meets its row
-        # and replays what we stored; a concurrent request with the same key blocks on the
-        # unique index until we commit, then does the same. (No read before this insert:
-        # for a new batch it would be one more statement finding nothing.) It names the
-        # batch about to be written, whose row follows (the foreign key is checked at
-        # commit), so it needs no update afterwards.
-        record = IdempotencyRecord(
-            business=business,
-            environment=environment,
-            key=idempotency_key,
-            fingerprint=batch.fingerprint,
-            batch_id=batch_id,
-            created_at=now,
-        )
-        if claim(record, unique=("business", "environment", "key")) is None:
-            return replay_for_key(business, environment, idempotency_key, batch.fingerprint)
-
-        # client_batch_id stays taken by a batch that created something; the same body
-        # under another key replays it. A FAILED batch reserves nothing (docs/contract.md §4):
-        # the partial unique index leaves it out, so its id can be used afresh.
-        row = Batch(
-            id=batch_id,
-            business=business,
-            environment=environment,
-            client_batch_id=batch.client_batch_id,
-            fingerprint=batch.fingerprint,
-            created_at=now,
-        )
-        claimed = claim(
-            row,
-            unique=("business", "environment", "client_batch_id"),
-            where=RESERVING_BATCHES_SQL,
-        )
-        if claimed is None:
-            existing = Batch.objects.exclude(status=BatchStatus.FAILED).get(
-                business=business,
-                environment=environment,
-                client_batch_id=batch.client_batch_id,
-            )
-            if existing.fingerprint != batch.fingerprint:
-                raise ClientBatchIdReused
-            IdempotencyRecord.objects.filter(pk=record.pk).update(batch=existing)
-            return BatchResult.of(existing, replayed=True)
-
+        claimed = _claim_batch(business, environment, idempotency_key, batch, now)
+        if isinstance(claimed, BatchResult):
+            return claimed
+        row = claimed
         # A quote is checked after the claims: a retry of a batch that used it replays.
         quote = quote_for(business, environment, batch, now) if batch.quoted_fingerprint else None
-        quoted_prices = quote.decimal_prices() if quote else None
-        write_batch(
+        written = write_batch(
             row,
             batch,
             pins,
             load_coverage(),
             now=now,
-            quoted_prices=quoted_prices,
+            quoted_prices=quote.decimal_prices() if quote else None,
             base_url=base_url,
         )
         if quote is not None and row.accepted and not _use_quote(quote, row):
             raise QuoteUsed
-    return BatchResult.of(row, replayed=False)
+    return BatchResult.of(row, replayed=False, written=written.results)
+
+
+def _claim_batch(
+    business: Business, environment: str, key: uuid.UUID, batch: BatchIn, now: datetime
+) -> Batch | BatchResult:
+    """The new batch's row, claimed; or the replay of the batch that has its key or body."""
+    # The idempotency row goes in first: a retry of a committed batch meets its row and
+    # replays what we stored; a concurrent request with the same key blocks on the unique
+    # index until we commit, then does the same. (No read before this insert: for a new
+    # batch it would be one more statement finding nothing.) It names the batch about to be
+    # written, whose row follows (the foreign key is checked at commit), so it needs no
+    # update afterwards.
+    batch_id = uuid7()
+    record = IdempotencyRecord(
+        business=business,
+        environment=environment,
+        key=key,
+        fingerprint=batch.fingerprint,
+        batch_id=batch_id,
+        created_at=now,
+    )
+    if claim(record, unique=("business", "environment", "key")) is None:
+        return replay_for_key(business, environment, key, batch.fingerprint)
+    # client_batch_id stays taken by a batch that created something; the same body under
+    # another key replays it. A FAILED batch reserves nothing (docs/contract.md §4): the
+    # partial unique index leaves it out, so its id can be used afresh.
+    row = Batch(
+        id=batch_id,
+        business=business,
+        environment=environment,
+        client_batch_id=batch.client_batch_id,
+        fingerprint=batch.fingerprint,
+        created_at=now,
+    )
+    reserving = RESERVING_BATCHES_SQL
+    if (
+        claim(row, unique=("business", "environment", "client_batch_id"), where=reserving)
+        is not None
+    ):
+        return row
+    existing = Batch.objects.exclude(status=BatchStatus.FAILED).get(
+        business=business, environment=environment, client_batch_id=batch.client_batch_id
+    )
+    if existing.fingerprint != batch.fingerprint:
+        raise ClientBatchIdReused
+    IdempotencyRecord.objects.filter(pk=record.pk).update(batch=existing)
+    return BatchResult.of(existing, replayed=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,23 +307,13 @@ def write_batch(
     now: datetime,
     quoted_prices: list[Decimal | None] | None,
     base_url: str,
-) -> None:
-    """Take the account lock, then decide and write every drop, a chunk at a time.
+) -> Written:
+    """Take the account lock, decide and write every drop, settle the money, summarise.
 
-    Deciding happens under the lock, against the wallet as it is (orders.decisions.Decider),
-    and chunk by chunk as the drops' COPY goes: the database stores one chunk while the next
-    is decided and made (issue 18). No client_order_id is looked up first: looking 1000 ids
-    up costs more than writing them. The partial unique index `client_order_id_active_once`
-    checks them as the drops go in; when it refuses one, the write is rolled back to a
-    savepoint and done again knowing the ids that are taken, read under the lock. When it
-    refuses none, only the drops refused for their balance can still hold a taken id: rule 7
-    comes before rule 8, so those are looked up and named duplicates. Either way the answer
-    is exactly what checking every id first would have given.
+    From the lock on (billing.services.Till), no other batch of this business and
+    environment can debit or take a client_order_id until we commit.
     """
-    business, environment = row.business, row.environment
-    # From here on we hold the account lock (see Till): no other batch of this business
-    # and environment can debit or take a client_order_id until we commit.
-    till = open_till(business=business, environment=environment)
+    till = open_till(business=row.business, environment=row.environment)
     state = AccountState(
         coverage=coverage,
         plan=till.plan,
@@ -297,25 +321,55 @@ def write_batch(
         balance=till.wallet.balance,
         taken=frozenset(),
     )
-    try:
-        with transaction.atomic():  # a savepoint
-            written = _write_drops(row, Decider(batch, pins, state, now, quoted_prices), till, now)
-    except IntegrityError:
-        till.charges.clear()
-        ids = [d.client_order_id for g in batch.groups for d in g.drops]
-        taken = taken_ids(business, environment, ids)
-        if not taken:
-            raise  # no id is taken: a fault, not a decision
-        exact = replace(state, taken=taken)
-        written = _write_drops(row, Decider(batch, pins, exact, now, quoted_prices), till, now)
-    else:
-        _name_duplicates_refused_for_balance(written, business, environment)
+    written = _decide_and_write(
+        row, lambda state: Decider(batch, pins, state, now, quoted_prices), state, till
+    )
     till.settle(batch_id=row.pk, at=now)
     if written.scenarios_from is not None:
         # The sandbox test driver takes them from here (tracking/scenarios.py), in a task
         # committed with this batch.
         scenarios_started.send(sender=Batch, due_at=written.scenarios_from)
+    _summarise(row, written, now=now, base_url=base_url)
+    return written
 
+
+def _decide_and_write(
+    row: Batch, decider_for: Callable[[AccountState], Decider], state: AccountState, till: Till
+) -> Written:
+    """Decide every drop and write the accepted ones, chunk by chunk as the COPY goes.
+
+    Deciding happens under the lock, against the wallet as it is (orders.decisions.Decider),
+    and as the drops' COPY goes: the database stores one chunk while the next is decided and
+    made (issue 18). No client_order_id is looked up first: looking 1000 ids up costs more
+    than writing them. The partial unique index `client_order_id_active_once` checks them
+    as the drops go in; when it refuses one, the write is rolled back to a savepoint and
+    done again knowing the ids that are taken, read under the lock. When it refuses none,
+    only the drops refused for their balance can still hold a taken id: rule 10 comes before
+    rule 11, so those are looked up and named duplicates. Either way the answer is exactly
+    what checking every id first would have given.
+    """
+    business, environment = row.business, row.environment
+    decider = decider_for(state)
+    try:
+        with transaction.atomic():  # a savepoint
+            written = _write_drops(row, decider, till)
+    except IntegrityError:
+        till.charges.clear()
+        groups = decider.batch.groups
+        taken = taken_ids(
+            business, environment, [d.client_order_id for g in groups for d in g.drops]
+        )
+        if not taken:
+            raise  # no id is taken: a fault, not a decision
+        return _write_drops(row, decider_for(replace(state, taken=taken)), till)
+    _name_duplicates_refused_for_balance(written, business, environment)
+    return written
+
+
+def _summarise(row: Batch, written: Written, *, now: datetime, base_url: str) -> None:
+    """The batch's status and counts, its answer made once as bytes (stored for replays and
+    sent as it is), and one `batch.created` event for the whole batch, never one per drop
+    (docs/contract.md §11)."""
     accepted = written.accepted
     row.total, row.accepted = len(written.results), accepted
     row.rejected = row.total - accepted
@@ -333,23 +387,16 @@ def write_batch(
         "counts": {"total": row.total, "accepted": accepted, "rejected": row.rejected},
         "poll_url": f"{base_url}/api/v1/batches/{row.pk}",
     }
-    # The answer is made once, as bytes: stored for replays and sent as it is.
-    row.response = success_body(
-        {
-            "batch_id": summary["batch_id"],
-            "client_batch_id": row.client_batch_id,
-            "status": row.status,
-            "environment": environment,
-            "created_at": iso_z(now),
-            "counts": summary["counts"],
-            "orders": written.results,
-            "poll_url": summary["poll_url"],
-        }
-    )
-    # One event for the whole batch, never one per drop (docs/contract.md §11).
+    data = {**summary, "environment": row.environment, "created_at": iso_z(now)}
+    data |= {
+        "counts": summary["counts"],
+        "orders": written.results,
+        "poll_url": data.pop("poll_url"),
+    }
+    row.response = success_body(data)
     record_events(
-        business_id=business.pk,
-        environment=environment,
+        business_id=row.business_id,
+        environment=row.environment,
         event_type=EventType.BATCH_CREATED,
         payloads=[summary],
         at=now,
@@ -366,7 +413,7 @@ def write_batch(
 def _name_duplicates_refused_for_balance(
     written: Written, business: Business, environment: str
 ) -> None:
-    """Rule 7 before rule 8 for the drops refused for their balance: written with no id
+    """Rule 10 before rule 11 for the drops refused for their balance: written with no id
     looked up, the index vouched for every accepted drop's id, not for theirs. One that an
     active drop holds is a duplicate. A refused drop spent nothing, so no other decision
     changes."""
@@ -383,7 +430,7 @@ def _name_duplicates_refused_for_balance(
             entry["message"] = MESSAGES[Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"]
 
 
-def _write_drops(row: Batch, decider: Decider, till: Till, now: datetime) -> Written:
+def _write_drops(row: Batch, decider: Decider, till: Till) -> Written:
     """The batch's orders in one COPY, then its drops in another, decided and fed chunk by
     chunk (core.writes.insert_chunks): PostgreSQL stores a chunk while the next one is
     decided and built. A drop's creation is its row, no event.
@@ -392,32 +439,64 @@ def _write_drops(row: Batch, decider: Decider, till: Till, now: datetime) -> Wri
     check wants them); a group none of whose drops was accepted loses its order afterwards.
     """
     written = Written([])
-    order_ids = uuid7_texts(len(decider.batch.groups))
-    insert_rows(Order, ORDER_FIELDS, _order_rows(row, decider, order_ids, now))
-    insert_chunks(Drop, DROP_FIELDS, _drop_rows(row, decider, order_ids, till, now, written))
+    rows = _BatchRows(row, decider, till, written)
+    insert_rows(Order, OrderRow._fields, rows.orders())
+    insert_chunks(Drop, DropRow._fields, rows.drops())
     empty = {i for i, p in enumerate(decider.pickups) if p.reason is None} - written.groups
     if empty:
-        Order.objects.filter(pk__in=[order_ids[i] for i in empty]).delete()
+        Order.objects.filter(pk__in=[rows.order_ids[i] for i in empty]).delete()
     return written
 
 
-ORDER_FIELDS = (
-    "id", "batch_id", "business_id", "environment", "pickup_name", "pickup_phone",
-    "pickup_lat", "pickup_long", "pickup_address", "pickup_resolved", "pickup_scheduled_at",
-    "created_at",
-)  # fmt: skip
-DROP_FIELDS = (
-    "id", "order_id", "batch_id", "business_id", "environment", "client_order_id",
-    "external_waybill", "recipient_name", "recipient_phone", "lat", "long", "address",
-    "resolved", "status", "price", "currency", "created_at", "updated_at", "dropoff_pin",
-    "sandbox_scenario", "scenario_next_at",
-)  # fmt: skip
+class OrderRow(NamedTuple):
+    """An order as the batch writes it: its columns, in the COPY's order."""
+
+    id: str
+    batch_id: str
+    business_id: str
+    environment: str
+    pickup_name: str
+    pickup_phone: str
+    pickup_lat: float
+    pickup_long: float
+    pickup_address: dict | None
+    pickup_resolved: bool
+    pickup_scheduled_at: datetime | None
+    created_at: datetime
+
+
+class DropRow(NamedTuple):
+    """A drop as the batch writes it: its columns, in the COPY's order. Ids are text: COPY
+    and the answer both want text."""
+
+    id: str
+    order_id: str
+    batch_id: str
+    business_id: str
+    environment: str
+    client_order_id: str
+    external_waybill: str | None
+    recipient_name: str
+    recipient_phone: str
+    lat: float
+    long: float
+    address: dict | None
+    resolved: bool
+    status: str
+    price: Decimal
+    currency: str
+    created_at: datetime
+    updated_at: datetime
+    dropoff_pin: str | None
+    sandbox_scenario: str | None
+    scenario_next_at: datetime | None
 
 
 @dataclass(slots=True)
 class Written:
-    """What writing a batch's drops gave: its result entries in submission order, how many
-    drops were accepted, and when the first sandbox scenario step is due."""
+    """What writing a batch's drops gave: its result entries in submission order (in their
+    wire form: orders.results types them), how many drops were accepted, and when the first
+    sandbox scenario step is due."""
 
     results: list[dict]
     accepted: int = 0
@@ -425,22 +504,20 @@ class Written:
     groups: set[int] = field(default_factory=set)  # the pickup groups with an accepted drop
     refused_for_balance: list[int] = field(default_factory=list)  # their indexes in results
 
-
-def _order_rows(row: Batch, decider: Decider, order_ids: list[str], now: datetime) -> list[tuple]:
-    """One order per pickup group whose pickup passed its rules, as tuples of ORDER_FIELDS."""
-    business_id, batch_id, environment = str(row.business_id), str(row.pk), row.environment
-    groups = decider.batch.groups
-    rows = []
-    for index, pickup in enumerate(decider.pickups):
-        if pickup.reason is not None:
-            continue
-        given = groups[index].pickup
-        rows.append((
-            order_ids[index], batch_id, business_id, environment, given.name, given.phone,
-            pickup.pin[0], pickup.pin[1], given.place.address, pickup.resolved,
-            given.scheduled_at, now,
-        ))  # fmt: skip
-    return rows
+    def refuse(self, decision: DropDecision) -> None:
+        """A rejected drop's result entry."""
+        drop, reason = decision.drop, decision.reason
+        if reason is Reason.INSUFFICIENT_BALANCE:
+            self.refused_for_balance.append(len(self.results))
+        self.results.append(
+            {
+                "client_order_id": drop.client_order_id,
+                "external_waybill": drop.external_waybill,
+                "status": REJECTED,
+                "failure_reason": reason.name,
+                "message": decision.message,
+            }
+        )
 
 
 # Drops go to the database in chunks of this many rows (core.writes.insert_chunks): small
@@ -448,77 +525,108 @@ def _order_rows(row: Batch, decider: Decider, order_ids: list[str], now: datetim
 DROP_CHUNK_ROWS = 100
 
 
-def _drop_rows(
-    row: Batch,
-    decider: Decider,
-    order_ids: list[str],
-    till: Till,
-    now: datetime,
-    written: Written,
-) -> Iterator[list[tuple]]:
-    """The drops decided DROP_CHUNK_ROWS at a time, each run's accepted ones as a chunk of
-    DROP_FIELDS tuples; on the way, every drop's result entry in submission order and every
-    charge go into `written` and `till`."""
-    # Ids as text: COPY and the answer both want text, once per batch rather than per row.
-    business_id, batch_id = str(row.business_id), str(row.pk)
-    environment, currency = row.environment, settings.CURRENCY
-    groups = decider.batch.groups
-    # Ids for every drop at once (core/ids.py); rejected drops leave theirs unused.
-    drop_ids = uuid7_texts(len(decider))
-    link = tracking_url("")
-    first_step = now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
-    charge, results, shipped = till.record, written.results, written.groups
-    refused_for_balance = written.refused_for_balance
-    n = 0
-    for decided in decider.runs(DROP_CHUNK_ROWS):
-        # The run's ids, and their tracking tokens in one cipher call (orders/links.py).
-        ids = drop_ids[n : n + len(decided)]
-        chunk: list[tuple] = []
-        for decision, drop_id, token in zip(decided, ids, tracking_tokens(ids), strict=True):
-            drop = decision.drop
-            if decision.reason is not None:
-                if decision.reason is Reason.INSUFFICIENT_BALANCE:
-                    refused_for_balance.append(len(results))
-                results.append(
-                    {
-                        "client_order_id": drop.client_order_id,
-                        "external_waybill": drop.external_waybill,
-                        "status": "rejected",
-                        "failure_reason": decision.reason.name,
-                        "message": decision.message,
-                    }
-                )
-                continue
-            pickup, located, price = decision.pickup, decision.located, decision.price
-            scheduled = groups[decision.group].pickup.scheduled_at is not None
-            order_id = order_ids[decision.group]
-            shipped.add(decision.group)
-            charge(drop_id, price)
-            pin = new_pin() if drop.wants_pin else None
-            walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
-            if walks:
-                written.scenarios_from = first_step
-            chunk.append((
-                drop_id, order_id, batch_id, business_id, environment, drop.client_order_id,
-                drop.external_waybill, drop.name, drop.phone, located.pin[0], located.pin[1],
-                drop.place.address, located.resolved, initial_status(scheduled=scheduled),
-                price, currency, now, now, pin, drop.scenario, first_step if walks else None,
-            ))  # fmt: skip
-            entry = {
-                "client_order_id": drop.client_order_id,
-                "external_waybill": drop.external_waybill,
-                "status": "accepted",
-                "pass_order_id": order_id,
-                "drop_id": drop_id,
-                "price": money(price),
-                "currency": currency,
-                "tracking_url": link + token,
-            }
-            if located.resolved or pickup.resolved:
-                entry |= decision.resolved_pins()
-            if pin is not None:
-                entry["dropoff_pin"] = pin
-            results.append(entry)
-        n += len(decided)
-        written.accepted += len(chunk)
-        yield chunk
+class _BatchRows:
+    """The rows of one batch, made as they are decided: what every row of the batch shares
+    is worked out once, here (ids and times as text, the link prefix, the first scenario
+    step)."""
+
+    def __init__(self, row: Batch, decider: Decider, till: Till, written: Written) -> None:
+        self.decider, self.till, self.written = decider, till, written
+        self.business_id, self.batch_id = str(row.business_id), str(row.pk)
+        self.environment, self.currency = row.environment, settings.CURRENCY
+        self.now = row.created_at
+        self.order_ids = uuid7_texts(len(decider.batch.groups))
+        # Ids for every drop at once (core/ids.py); rejected drops leave theirs unused.
+        self.drop_ids = uuid7_texts(len(decider))
+        self.link = tracking_url("")
+        self.first_step = self.now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
+
+    def orders(self) -> list[OrderRow]:
+        """One order per pickup group whose pickup passed its rules."""
+        groups = self.decider.batch.groups
+        return [
+            OrderRow(
+                id=self.order_ids[index],
+                batch_id=self.batch_id,
+                business_id=self.business_id,
+                environment=self.environment,
+                pickup_name=groups[index].pickup.name,
+                pickup_phone=groups[index].pickup.phone,
+                pickup_lat=pickup.pin[0],
+                pickup_long=pickup.pin[1],
+                pickup_address=groups[index].pickup.place.address,
+                pickup_resolved=pickup.resolved,
+                pickup_scheduled_at=groups[index].pickup.scheduled_at,
+                created_at=self.now,
+            )
+            for index, pickup in enumerate(self.decider.pickups)
+            if pickup.reason is None
+        ]
+
+    def drops(self) -> Iterator[list[DropRow]]:
+        """The drops decided DROP_CHUNK_ROWS at a time, each run's accepted ones as a chunk;
+        on the way, every drop's result entry (submission order) and charge."""
+        written, n = self.written, 0
+        for decided in self.decider.runs(DROP_CHUNK_ROWS):
+            # The run's ids, and their tracking tokens in one cipher call (orders/links.py).
+            ids = self.drop_ids[n : n + len(decided)]
+            chunk: list[DropRow] = []
+            for decision, drop_id, token in zip(decided, ids, tracking_tokens(ids), strict=True):
+                if decision.reason is None:
+                    chunk.append(self.accepted(decision, drop_id, token))
+                else:
+                    written.refuse(decision)
+            n += len(decided)
+            written.accepted += len(chunk)
+            yield chunk
+
+    def accepted(self, decision: DropDecision, drop_id: str, token: str) -> DropRow:
+        """An accepted drop's row; its charge and result entry on the way."""
+        drop, located, price = decision.drop, decision.located, decision.price
+        group = decision.group
+        order_id = self.order_ids[group]
+        self.written.groups.add(group)
+        self.till.record(drop_id, price)
+        pin = new_pin() if drop.wants_pin else None
+        walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
+        if walks:
+            self.written.scenarios_from = self.first_step
+        entry = {
+            "client_order_id": drop.client_order_id,
+            "external_waybill": drop.external_waybill,
+            "status": ACCEPTED,
+            "pass_order_id": order_id,
+            "drop_id": drop_id,
+            "price": money(price),
+            "currency": self.currency,
+            "tracking_url": self.link + token,
+        }
+        if located.resolved or decision.pickup.resolved:
+            entry |= decision.resolved_pins()
+        if pin is not None:
+            entry["dropoff_pin"] = pin
+        self.written.results.append(entry)
+        scheduled = self.decider.batch.groups[group].pickup.scheduled_at is not None
+        return DropRow(
+            id=drop_id,
+            order_id=order_id,
+            batch_id=self.batch_id,
+            business_id=self.business_id,
+            environment=self.environment,
+            client_order_id=drop.client_order_id,
+            external_waybill=drop.external_waybill,
+            recipient_name=drop.name,
+            recipient_phone=drop.phone,
+            lat=located.pin[0],
+            long=located.pin[1],
+            address=drop.place.address,
+            resolved=located.resolved,
+            status=initial_status(scheduled=scheduled),
+            price=price,
+            currency=self.currency,
+            created_at=self.now,
+            updated_at=self.now,
+            dropoff_pin=pin,
+            sandbox_scenario=drop.scenario,
+            scenario_next_at=self.first_step if walks else None,
+        )

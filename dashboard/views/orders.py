@@ -24,6 +24,7 @@ from dashboard.maps import batch_map, order_map
 from dashboard.views.common import PAGE_SIZE, business_view, page_of
 from orders.links import drop_tracking_url
 from orders.models import Batch, Drop, DropStatus
+from orders.results import ResultEntry
 from orders.selectors import batches_named, stored_results
 from tracking.lifecycle import CANCELLABLE
 from tracking.listing import DropFilters, list_drops
@@ -200,18 +201,27 @@ def batches(request):
     )
 
 
+@dataclass(slots=True)
+class ResultRow:
+    """A line of the batch page: a drop's result entry, its place in the batch, and where
+    the drop is now."""
+
+    position: int  # 1-based, in submission order
+    entry: ResultEntry
+    delivery_status: DropStatus | None = None
+
+
 @business_view
 def batch_page(request, pk: uuid.UUID):
     batch = get_object_or_404(Batch, pk=pk, business=request.business)
-    results = stored_results(batch)
+    rows = [ResultRow(n, entry) for n, entry in enumerate(stored_results(batch), start=1)]
     rejected_only = request.GET.get("rejected") == "1"
-    shown = [e for e in results if e["status"] == "rejected"] if rejected_only else results
+    shown = [row for row in rows if not row.entry.accepted] if rejected_only else rows
     page = page_of(request, shown, size=BATCH_PAGE_SIZE)
     pins = batch_map(business=request.business, batch_id=batch.pk)
-    for entry in page:
-        if entry["status"] == "accepted" and (status := pins.by_status.get(entry["drop_id"])):
-            entry["delivery_status"] = status
-            entry["delivery_status_label"] = DropStatus(status).label
+    for row in page:
+        if row.entry.accepted and (status := pins.by_status.get(row.entry.drop_id)):
+            row.delivery_status = DropStatus(status)
     return render(
         request,
         "dashboard/batch.html",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from django.conf import settings
@@ -131,17 +130,17 @@ def sandbox_start_scenario(request):
     except (BatchRefused, BillingError) as exc:
         messages.error(request, f"The scenario did not start: {exc}")
         return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
-    [entry] = json.loads(result.body)["data"]["orders"]
-    if entry["status"] != "accepted":
-        messages.error(request, f"The scenario did not start: {entry['message']}")
+    [entry] = result.entries()
+    if not entry.accepted:
+        messages.error(request, f"The scenario did not start: {entry.message}")
         return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
     messages.success(
         request,
         f"Scenario {form.cleaned_data['scenario']} started: the test driver takes a step "
         f"every {settings.SANDBOX_STEP_SECONDS:g} s."
-        + (f" The recipient's PIN is {entry['dropoff_pin']}." if "dropoff_pin" in entry else ""),
+        + (f" The recipient's PIN is {entry.dropoff_pin}." if entry.dropoff_pin else ""),
     )
-    return redirect(reverse("dashboard:sandbox") + f"?started={entry['drop_id']}")
+    return redirect(reverse("dashboard:sandbox") + f"?started={entry.drop_id}")
 
 
 @require_POST

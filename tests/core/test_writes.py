@@ -1,6 +1,6 @@
 """core.writes.insert_chunks: rows that are still being made go to PostgreSQL as they come.
 
-The batch pipeline (orders.services._drop_rows) builds its drop rows while the database
+The batch pipeline (orders.services._BatchRows.drops) builds its drop rows while the database
 stores the ones already sent: these tests hold that the first chunk really is stored before
 the last one is made, and that a stream which fails or brings nothing writes nothing.
 """

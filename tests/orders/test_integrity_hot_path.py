@@ -28,7 +28,7 @@ from core.formats import iso_z, money
 from core.writes import insert_rows
 from orders.decisions import Decider
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
-from orders.services import DROP_CHUNK_ROWS, DROP_FIELDS, ORDER_FIELDS
+from orders.services import DROP_CHUNK_ROWS, DropRow, OrderRow
 from tests.billing.helpers import (
     assert_debited_per_batch,
     assert_ledger_consistent,
@@ -420,7 +420,7 @@ def test_the_owner_check_is_planned_for_the_drops_of_each_statement(alice):
         for name in ("SMALL", "BIG")
     )  # fmt: skip
     first = [order_row(small, now)]
-    insert_rows(Order, ORDER_FIELDS, first)
+    insert_rows(Order, OrderRow._fields, first)
     params = connection.settings_dict
     with psycopg.connect(
         host=params["HOST"], port=params["PORT"], user=params["USER"], dbname=params["NAME"]
@@ -429,7 +429,7 @@ def test_the_owner_check_is_planned_for_the_drops_of_each_statement(alice):
             cursor.execute("ANALYZE orders_order")
         copy_drops(session, first[0], 1)  # planned here, for one drop and one order
         many = [order_row(big, now) for _ in range(2000)]
-        insert_rows(Order, ORDER_FIELDS, many)  # committed: the session sees them
+        insert_rows(Order, OrderRow._fields, many)  # committed: the session sees them
 
         read = _orders_read_by(session, lambda: copy_drops(session, many[-1], 1000))
 
@@ -439,24 +439,31 @@ def test_the_owner_check_is_planned_for_the_drops_of_each_statement(alice):
     assert read <= len(many) + 1, read
 
 
-def order_row(batch, now) -> tuple:
-    return (
-        str(uuid.uuid4()), str(batch.pk), str(batch.business_id), batch.environment, "Shop",
-        "+85512345678", 11.5564, 104.9282, None, False, None, now,
+def order_row(batch, now) -> OrderRow:
+    return OrderRow(
+        id=str(uuid.uuid4()), batch_id=str(batch.pk), business_id=str(batch.business_id),
+        environment=batch.environment, pickup_name="Shop", pickup_phone="+85512345678",
+        pickup_lat=11.5564, pickup_long=104.9282, pickup_address=None, pickup_resolved=False,
+        pickup_scheduled_at=None, created_at=now,
     )  # fmt: skip
 
 
-def copy_drops(session, order: tuple, count: int) -> None:
-    order_id, batch_id, business_id, environment = order[:4]
-    fields = ", ".join(DROP_FIELDS)
+def copy_drops(session, order: OrderRow, count: int) -> None:
+    fields = ", ".join(DropRow._fields)
     with session.cursor().copy(f"COPY orders_drop ({fields}) FROM STDIN") as copy:
         for _ in range(count):
-            copy.write_row((
-                str(uuid.uuid4()), order_id, batch_id, business_id, environment,
-                f"PLAN-{uuid.uuid4().hex}", None, "Recipient", "+85512345679", 11.5696,
-                104.921, None, False, "PENDING", Decimal("2.80"), "USD", timezone.now(),
-                timezone.now(), None, None, None,
-            ))  # fmt: skip
+            copy.write_row(
+                DropRow(
+                    id=str(uuid.uuid4()), order_id=order.id, batch_id=order.batch_id,
+                    business_id=order.business_id, environment=order.environment,
+                    client_order_id=f"PLAN-{uuid.uuid4().hex}", external_waybill=None,
+                    recipient_name="Recipient", recipient_phone="+85512345679", lat=11.5696,
+                    long=104.921, address=None, resolved=False, status="PENDING",
+                    price=Decimal("2.80"), currency="USD", created_at=timezone.now(),
+                    updated_at=timezone.now(), dropoff_pin=None, sandbox_scenario=None,
+                    scenario_next_at=None,
+                )
+            )  # fmt: skip
 
 
 # --- 6. COPY stores any text byte for byte -------------------------------------------------

@@ -18,7 +18,7 @@ from django.db import connection
 from core.writes import insert_rows
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
 from orders.selectors import batch_drops, batch_rows, list_batches
-from orders.services import DROP_FIELDS, ORDER_FIELDS
+from orders.services import DropRow, OrderRow
 from tracking.listing import DropFilters, list_drops, page_keys, sync_horizon
 
 pytestmark = pytest.mark.django_db
@@ -62,20 +62,31 @@ def load_drops(business, environment: str, count: int, rng: random.Random) -> li
             if i % PER_ORDER == 0:
                 order_id = uuid.uuid4()
                 orders.append(
-                    (order_id, batch.pk, business.pk, environment, "Shop", "+85512345678",
-                     11.5564, 104.9282, None, False, None, at)
+                    OrderRow(
+                        id=order_id, batch_id=batch.pk, business_id=business.pk,
+                        environment=environment, pickup_name="Shop",
+                        pickup_phone="+85512345678", pickup_lat=11.5564, pickup_long=104.9282,
+                        pickup_address=None, pickup_resolved=False, pickup_scheduled_at=None,
+                        created_at=at,
+                    )
                 )  # fmt: skip
             drop_id = uuid.uuid4()
             changed = at + timedelta(seconds=rng.randrange(1, 86_400))
             drops.append(
-                (drop_id, order_id, batch.pk, business.pk, environment, f"P-{b}-{i}", None,
-                 "Recipient", "+85512345679", 11.5696, 104.921, None, False, status,
-                 Decimal("2.80"), "USD", at, changed, None, None, None)
+                DropRow(
+                    id=drop_id, order_id=order_id, batch_id=batch.pk, business_id=business.pk,
+                    environment=environment, client_order_id=f"P-{b}-{i}",
+                    external_waybill=None, recipient_name="Recipient",
+                    recipient_phone="+85512345679", lat=11.5696, long=104.921, address=None,
+                    resolved=False, status=status, price=Decimal("2.80"), currency="USD",
+                    created_at=at, updated_at=changed, dropoff_pin=None, sandbox_scenario=None,
+                    scenario_next_at=None,
+                )
             )  # fmt: skip
             if status != DropStatus.PENDING:  # still where it was created: no move
                 events.append((drop_id, status, changed, "plan"))
-    insert_rows(Order, ORDER_FIELDS, orders)
-    insert_rows(Drop, DROP_FIELDS, drops)
+    insert_rows(Order, OrderRow._fields, orders)
+    insert_rows(Drop, DropRow._fields, drops)
     insert_rows(DeliveryEvent, EVENT_FIELDS, events)
     return batch_ids
 
@@ -183,3 +194,71 @@ def test_no_list_query_reads_the_whole_drops_table(big_account):
 def _position_of(entry: dict, filters: DropFilters) -> tuple[datetime, uuid.UUID]:
     at = entry["updated_at"] if filters.by_change else entry["created_at"]
     return datetime.fromisoformat(at), uuid.UUID(entry["drop_id"])
+
+
+def test_the_window_status_filter_reads_its_own_index(big_account):
+    """GET /orders?window_status= (docs/contract.md §17) reads drop_listing_by_window, which
+    holds only drops with a window; the minute's job finds the drops turning at risk by
+    drop_window_risk_due."""
+    tenant, _ = big_account
+    business = tenant.business
+    # One drop in ten has a window, its status as its delivery went.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE orders_drop SET
+                window_start = created_at + interval '1 hour',
+                window_end = created_at + interval '3 hours',
+                window_status = CASE
+                    WHEN status = 'DELIVERED' THEN 'met'
+                    WHEN status IN ('FAILED', 'CANCELLED') THEN 'missed'
+                    WHEN status = 'PICKED_UP' THEN 'at_risk'
+                    ELSE 'on_track' END,
+                window_risk_at = CASE
+                    WHEN status IN ('SCHEDULED', 'PENDING', 'ASSIGNED')
+                    THEN created_at + interval '2 hours' END
+            WHERE business_id = %s AND right(client_order_id, 1) = '7'
+            """,
+            [business.pk],
+        )
+        cursor.execute("ANALYZE orders_drop")
+    shapes = {
+        "at risk": DropFilters(window_statuses=("at_risk",)),
+        "on track or at risk": DropFilters(window_statuses=("on_track", "at_risk")),
+        "missed, one status": DropFilters(
+            window_statuses=("missed",), statuses=(DropStatus.CANCELLED,)
+        ),
+        "met, created since": DropFilters(
+            window_statuses=("met",), created_since=START + timedelta(days=2)
+        ),
+    }
+    plans = {}
+    for name, filters in shapes.items():
+        first = list_drops(business=business, environments=["sandbox"], filters=filters)
+        assert first.orders, name
+        wanted = set(filters.window_statuses)
+        assert {entry["window_status"] for entry in first.orders} <= wanted, name
+        middle = _position_of(first.orders[-1], filters)
+        for after in (None, middle):
+            keys = page_keys(
+                business=business,
+                environments=["sandbox"],
+                filters=filters,
+                after=after,
+                horizon=None,
+                limit=100,
+            )
+            plans[name, after is not None] = plan_of(keys)
+    due = Drop.objects.filter(window_status="on_track", window_risk_at__lt=START).order_by(
+        "window_risk_at"
+    )
+    plans["the minute's job", False] = plan_of(due[:1000])
+    assert "drop_window_risk_due" in plans["the minute's job", False]
+    for shape, plan in plans.items():
+        if shape[0] != "the minute's job":
+            assert "drop_listing_by_window" in plan, f"{shape}:\n{plan}"
+        assert "Seq Scan on orders_drop" not in plan, f"{shape}:\n{plan}"
+        assert "Sort" not in plan.replace("Sort Key", ""), f"{shape}:\n{plan}"
+    if PRINT_PLANS:
+        for shape, plan in plans.items():
+            print(shape, plan, sep="\n")
