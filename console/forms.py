@@ -123,6 +123,16 @@ class FailForm(forms.Form):
     )
 
 
+class ReturnForm(forms.Form):
+    """Mark returned: who took the parcel back at the pickup (docs/contract.md §19)."""
+
+    received_by = forms.CharField(
+        label="Received by",
+        max_length=200,
+        help_text="Who took the parcel back at the pickup.",
+    )
+
+
 class UnitInput(forms.NumberInput):
     """A number box with its unit written after it, e.g. "USD per km".
 

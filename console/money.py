@@ -17,13 +17,16 @@ from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 
 @admin.register(PricingPlan)
 class PricingPlanAdmin(ServiceTimesAdmin, admin.ModelAdmin):
-    list_display = ["name", "base_fee", "per_km_fee", "included_km"]
+    list_display = ["name", "base_fee", "per_km_fee", "included_km", "return_fee_percent"]
 
 
 class LedgerEntryInline(ServiceTimesInline, admin.TabularInline):
     model = LedgerEntry
     extra = 0
-    fields = ["created_at", "kind", "amount", "balance_after", "drop", "batch", "actor", "note"]
+    fields = [
+        "created_at", "kind", "amount", "balance_after", "owed_change", "owed_after", "drop",
+        "batch", "actor", "note",
+    ]  # fmt: skip
     readonly_fields = fields
     can_delete = False
     ordering = ["-id"]
@@ -34,7 +37,7 @@ class LedgerEntryInline(ServiceTimesInline, admin.TabularInline):
 
 @admin.register(Wallet)
 class WalletAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
-    list_display = ["business_column", "environment", "balance_column", "updated"]
+    list_display = ["business_column", "environment", "balance_column", "owed_column", "updated"]
     list_filter = ["environment"]
     list_select_related = ["business"]
     search_fields = ["business__name"]
@@ -47,6 +50,11 @@ class WalletAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
     @admin.display(description="Balance", ordering="balance")
     def balance_column(self, wallet: Wallet) -> str:
         return f"{wallet.balance} {settings.CURRENCY}"
+
+    @admin.display(description="Owed", ordering="owed")
+    def owed_column(self, wallet: Wallet) -> str:
+        """What return fees left unpaid: the next top-up pays it first (docs/contract.md §19)."""
+        return f"{wallet.owed} {settings.CURRENCY}"
 
     @admin.display(description="Updated", ordering="updated_at")
     def updated(self, wallet: Wallet) -> SafeString | str:

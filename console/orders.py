@@ -4,6 +4,9 @@ the delivery state machine (tracking.services), delivered with their proof
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
 from uuid import UUID
 
 from django import forms
@@ -19,7 +22,7 @@ from django.utils.html import format_html
 from accounts.models import Environment
 from console import queue
 from console.columns import ServiceTimesAdmin, ServiceTimesInline
-from console.forms import DeliverForm, FailForm
+from console.forms import DeliverForm, FailForm, ReturnForm
 from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 from orders.links import drop_tracking_url
@@ -33,6 +36,7 @@ from orders.models import (
     FailureReason,
     IdempotencyRecord,
     Order,
+    UndeliverableAction,
 )
 from tracking.lifecycle import MoveResult, Outcome
 from tracking.proof import photo_url
@@ -98,7 +102,7 @@ def _drops_for_form(drops: QuerySet[Drop]) -> list[Drop]:
     """
     asks_pin = ExpressionWrapper(Q(dropoff_pin__isnull=False), output_field=BooleanField())
     return list(
-        drops.only("id", "client_order_id", "status")
+        drops.only("id", "client_order_id", "status", "undeliverable_action")
         .annotate(asks_pin=asks_pin)
         .order_by("client_order_id", "pk")
     )
@@ -269,25 +273,62 @@ def assign_driver(
     return None
 
 
-def _finishing_form(
-    modeladmin, request: HttpRequest, queryset: QuerySet, form: forms.Form, drops: list[Drop]
-) -> TemplateResponse:
-    """The page of a move that ends a delivery (delivered, failed): what it asks, for whom."""
-    action = "mark_delivered" if isinstance(form, DeliverForm) else "mark_failed"
-    verb = "delivered" if action == "mark_delivered" else "failed"
-    return _confirmation(
+@dataclass(frozen=True, slots=True)
+class ConfirmedMove:
+    """A move that asks something first, on a confirmation page: admin/tracking/<action>.html."""
+
+    action: str  # the admin action's name
+    source: str  # the status its drops move from
+    source_words: str  # how the page names them ("picked-up drops")
+    verb: str  # what they are marked ("delivered")
+
+
+DELIVER = ConfirmedMove("mark_delivered", DropStatus.PICKED_UP, "picked-up", "delivered")
+FAIL = ConfirmedMove("mark_failed", DropStatus.PICKED_UP, "picked-up", "failed")
+START_RETURN = ConfirmedMove("mark_returning", DropStatus.FAILED, "failed", "returning")
+RETURN = ConfirmedMove("mark_returned", DropStatus.RETURNING, "returning", "returned")
+
+
+class Confirmation(NamedTuple):
+    form: forms.Form | None  # filled in and valid: make the move
+    page: TemplateResponse | None  # else what the action answers (None: refused at once)
+
+
+def _confirm(
+    modeladmin: DispatchAdmin,
+    request: HttpRequest,
+    queryset: QuerySet,
+    move: ConfirmedMove,
+    drops: list[Drop],
+    make_form: Callable[..., forms.Form],
+) -> Confirmation:
+    """The confirmation step every such move shares: nothing selected can move, refused at
+    once; else its form, shown (again, with its errors) until it is posted back valid.
+
+    `make_form(data, files, ready)` builds the form for the drops that can move."""
+    ready = [d for d in drops if d.status == move.source]
+    if not ready:
+        _refusal(request, {d.pk: d.status for d in drops})
+        return Confirmation(None, None)
+    applying = "apply" in request.POST
+    form = make_form(request.POST if applying else None, request.FILES if applying else None, ready)
+    if form.is_valid():
+        return Confirmation(form, None)
+    page = _confirmation(
         modeladmin,
         request,
         queryset,
-        f"admin/tracking/{action}.html",
+        f"admin/tracking/{move.action}.html",
         form=form,
-        action=action,
-        verb=verb,
-        submit=f"Mark {verb}",
-        on_the_way=[d for d in drops if d.status == DropStatus.PICKED_UP],
-        elsewhere=[d for d in drops if d.status != DropStatus.PICKED_UP],
-        title=f"Mark {verb}",
+        action=move.action,
+        verb=move.verb,
+        source_words=move.source_words,
+        submit=f"Mark {move.verb}",
+        ready=ready,
+        elsewhere=[d for d in drops if d.status != move.source],
+        title=f"Mark {move.verb}",
     )
+    return Confirmation(None, page)
 
 
 @admin.action(description="Mark delivered…", permissions=["dispatch"])
@@ -295,19 +336,18 @@ def mark_delivered(
     modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
 ) -> TemplateResponse | None:
     drops = _drops_for_form(modeladmin.drops_of(queryset))
-    on_the_way = [d for d in drops if d.status == DropStatus.PICKED_UP]
-    if not on_the_way:
-        # Nothing here can be delivered: say so at once rather than ask for PINs.
-        _refusal(request, {d.pk: d.status for d in drops})
-        return None
-    applying = "apply" in request.POST
-    form = DeliverForm(
-        request.POST if applying else None,
-        request.FILES if applying else None,
-        asking_pin=[d for d in on_the_way if d.asks_pin],
+    form, page = _confirm(
+        modeladmin,
+        request,
+        queryset,
+        DELIVER,
+        drops,
+        lambda data, files, ready: DeliverForm(
+            data, files, asking_pin=[d for d in ready if d.asks_pin]
+        ),
     )
-    if not form.is_valid():
-        return _finishing_form(modeladmin, request, queryset, form, drops)
+    if form is None:
+        return page
     photo = form.cleaned_data["photo"]
     stored = store_proof_photo(photo) if photo else None
     outcome = Outcome(
@@ -331,12 +371,11 @@ def mark_failed(
     modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
 ) -> TemplateResponse | None:
     drops = _drops_for_form(modeladmin.drops_of(queryset))
-    if not any(d.status == DropStatus.PICKED_UP for d in drops):
-        _refusal(request, {d.pk: d.status for d in drops})
-        return None
-    form = FailForm(request.POST if "apply" in request.POST else None)
-    if not form.is_valid():
-        return _finishing_form(modeladmin, request, queryset, form, drops)
+    form, page = _confirm(
+        modeladmin, request, queryset, FAIL, drops, lambda data, files, ready: FailForm(data)
+    )
+    if form is None:
+        return page
     reason = form.cleaned_data["reason"]
     result = move_drops_as_operator(
         drop_ids=[d.pk for d in drops],
@@ -350,14 +389,91 @@ def mark_failed(
     return None
 
 
+@admin.action(description="Send back to the pickup (failed → RETURNING)…", permissions=["dispatch"])
+def mark_returning(
+    modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
+) -> TemplateResponse | None:
+    drops = _drops_for_form(modeladmin.returns_of(queryset))
+    form, page = _confirm(
+        modeladmin,
+        request,
+        queryset,
+        START_RETURN,
+        drops,
+        lambda data, files, ready: forms.Form(data),
+    )
+    if form is None:
+        return page
+    result = move_drops_as_operator(
+        drop_ids=[d.pk for d in drops], to=DropStatus.RETURNING, actor=_actor(request)
+    )
+    _report(request, result, "on their way back to the pickup")
+    _refusal_of_disposal(request, drops, result)
+    record(request, result.moved, "Sent back to the pickup (RETURNING).")
+    return None
+
+
+@admin.action(description="Mark returned (back at the pickup)…", permissions=["dispatch"])
+def mark_returned(
+    modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet
+) -> TemplateResponse | None:
+    drops = _drops_for_form(modeladmin.returns_of(queryset))
+    form, page = _confirm(
+        modeladmin,
+        request,
+        queryset,
+        RETURN,
+        drops,
+        lambda data, files, ready: ReturnForm(data),
+    )
+    if form is None:
+        return page
+    received_by = form.cleaned_data["received_by"]
+    result = move_drops_as_operator(
+        drop_ids=[d.pk for d in drops],
+        to=DropStatus.RETURNED,
+        actor=_actor(request),
+        outcome=Outcome(return_received_by=received_by),
+    )
+    _report(request, result, "returned (the return fee charged)")
+    record(request, result.moved, f"Marked returned, received by {received_by}.")
+    return None
+
+
+def _refusal_of_disposal(request: HttpRequest, drops: list[Drop], result: MoveResult) -> None:
+    """Say why a failed drop did not move: it is to be disposed of, never returned."""
+    disposed = sorted(
+        d.client_order_id
+        for d in drops
+        if d.pk in result.refused and d.undeliverable_action == UndeliverableAction.DISPOSE
+    )
+    if disposed:
+        messages.warning(
+            request,
+            f"To be disposed of, never returned: {', '.join(disposed)} (docs/contract.md §19).",
+        )
+
+
 class DispatchAdmin(ServiceTimesAdmin, GatedActionsAdmin, ReadOnlyAdmin):
     """Orders and drops are read-only; each move is an action behind its own permission,
     through the state machine, logged on the drops it changed (console.history)."""
 
-    actions = [assign_driver, mark_picked_up, mark_delivered, mark_failed, mark_cancelled]
+    actions = [
+        assign_driver,
+        mark_picked_up,
+        mark_delivered,
+        mark_failed,
+        mark_returning,
+        mark_returned,
+        mark_cancelled,
+    ]
 
     def drops_of(self, queryset: QuerySet) -> QuerySet[Drop]:
         """The drops an action on this changelist's selection applies to."""
+        raise NotImplementedError
+
+    def returns_of(self, queryset: QuerySet) -> QuerySet[Drop]:
+        """The drops a return action on this changelist's selection applies to."""
         raise NotImplementedError
 
     def has_dispatch_permission(self, request):
@@ -412,6 +528,12 @@ class OrderAdmin(DispatchAdmin):
     def drops_of(self, queryset: QuerySet[Order]) -> QuerySet[Drop]:
         """The selected orders' drops still on their way (an action moves no finished one)."""
         return Drop.objects.filter(order__in=queryset, status__in=[*ACTIVE_STATUSES])
+
+    def returns_of(self, queryset: QuerySet[Order]) -> QuerySet[Drop]:
+        """The selected orders' drops that failed or are on their way back."""
+        return Drop.objects.filter(
+            order__in=queryset, status__in=[DropStatus.FAILED, DropStatus.RETURNING]
+        )
 
 
 @admin.register(Drop)
@@ -496,6 +618,9 @@ class DropAdmin(DispatchAdmin):
 
     def drops_of(self, queryset: QuerySet[Drop]) -> QuerySet[Drop]:
         return Drop.objects.filter(pk__in=queryset.values("pk"))
+
+    def returns_of(self, queryset: QuerySet[Drop]) -> QuerySet[Drop]:
+        return self.drops_of(queryset)
 
     @admin.display(description="Price", ordering="price")
     def price_column(self, drop: Drop) -> str:
