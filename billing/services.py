@@ -52,11 +52,6 @@ def lock_accounts(accounts: Iterable[tuple]) -> None:
         ).values_list("pk", flat=True).first()
 
 
-def read_balance(*, business: Business, environment: str) -> Decimal:
-    """The wallet's balance now, without a lock: a snapshot to decide against."""
-    return read_wallet(business=business, environment=environment).balance
-
-
 class WalletNow(NamedTuple):
     balance: Decimal
     owed: Decimal

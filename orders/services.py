@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import BillingModel, Business
-from billing.services import Till, open_till, read_balance
+from billing.services import Till, open_till, read_wallet
 from core.api import success_body
 from core.db import claim
 from core.formats import iso_z, money
@@ -58,10 +58,12 @@ from orders.models import (
     Order,
     Quote,
     SandboxScenario,
+    UndeliverableAction,
     initial_status,
 )
 from orders.results import ACCEPTED, REJECTED, ResultEntry, entries_of, stored_entries
 from orders.signals import scenarios_started
+from orders.windows import ON_TRACK, EtaTerms
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,14 +277,16 @@ def locate_places(batch: BatchIn) -> dict[str, Pin | None]:
 def read_state(business: Business, environment: str, batch: BatchIn) -> AccountState:
     """What the rules need, read without a lock: coverage, plan, balance, taken ids. A
     quote's snapshot; a batch decides under the account lock instead (write_batch)."""
+    wallet = read_wallet(business=business, environment=environment)
     return AccountState(
         coverage=load_coverage(),
         plan=business.pricing_plan,
         charges_wallet=business.billing_model == BillingModel.WALLET,
-        balance=read_balance(business=business, environment=environment),
+        balance=wallet.balance,
         taken=taken_ids(
             business, environment, [d.client_order_id for g in batch.groups for d in g.drops]
         ),
+        owes=wallet.owed > 0,
     )
 
 
@@ -320,6 +324,7 @@ def write_batch(
         charges_wallet=till.is_wallet,
         balance=till.wallet.balance,
         taken=frozenset(),
+        owes=till.wallet.owed > 0,
     )
     written = _decide_and_write(
         row, lambda state: Decider(batch, pins, state, now, quoted_prices), state, till
@@ -490,6 +495,13 @@ class DropRow(NamedTuple):
     dropoff_pin: str | None
     sandbox_scenario: str | None
     scenario_next_at: datetime | None
+    # docs/contract.md §17 and §19; most drops have none of them (the defaults).
+    notes: str | None = None
+    undeliverable_action: str = UndeliverableAction.RETURN.value
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    window_status: str | None = None
+    window_risk_at: datetime | None = None  # when it turns at risk if nothing moves
 
 
 @dataclass(slots=True)
@@ -540,6 +552,7 @@ class _BatchRows:
         self.drop_ids = uuid7_texts(len(decider))
         self.link = tracking_url("")
         self.first_step = self.now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
+        self.terms: EtaTerms | None = None  # the ETA model, read for the first window
 
     def orders(self) -> list[OrderRow]:
         """One order per pickup group whose pickup passed its rules."""
@@ -629,4 +642,20 @@ class _BatchRows:
             dropoff_pin=pin,
             sandbox_scenario=drop.scenario,
             scenario_next_at=self.first_step if walks else None,
+            notes=drop.notes,
+            undeliverable_action=drop.undeliverable_action,
+            **(self.window(decision) if drop.window is not None else {}),
         )
+
+    def window(self, decision: DropDecision) -> dict:
+        """A new drop's window and its status: on track (rule 7 saw to it), and when it
+        turns at risk if nothing moves (orders/windows.py, tracking/windows.py)."""
+        if self.terms is None:
+            self.terms = EtaTerms()
+        start, end = decision.drop.window
+        return {
+            "window_start": start,
+            "window_end": end,
+            "window_status": ON_TRACK,
+            "window_risk_at": self.terms.risk_at(end, decision.km, picked_up=False),
+        }

@@ -12,7 +12,8 @@ from django.db.models import F, Sum
 
 from billing.models import EntryKind, Invoice, InvoiceLine, LedgerEntry, PricingPlan, Wallet
 from billing.services import post_wallet_entry, sandbox_top_up
-from tests.billing.helpers import assert_ledger_consistent, wallet_of
+from tests.billing.helpers import assert_ledger_consistent, outcomes, wallet_of
+from tests.factories import batch, drop, group
 from tests.tracking.helpers import advance, cancel, entries, place
 
 RETURNED = "RETURNED"
@@ -177,3 +178,41 @@ def test_the_dashboard_wallet_shows_what_is_owed_and_a_top_up_says_what_it_paid(
     assert "Added 5.00 to the sandbox wallet (3.97, after paying 1.03 owed)." in text
     assert 'data-testid="owed"' not in text
     assert wallet_answer(api, tenant) == {"balance": "3.97", "owed": "0.00"}
+
+
+OWED_MESSAGE = (
+    "The wallet owes money (a return fee its balance did not cover): "
+    "a top-up pays it first, then new drops are taken again."
+)
+
+
+def test_while_anything_is_owed_new_drops_and_quotes_are_insufficient_balance(shop, api):
+    tenant = shop(balance="3.00")
+    place(api, tenant.sandbox_key, "R-1")  # 0.95 left
+    return_all(api, tenant, "R-1")  # the fee 1.03 takes 0.95 and owes 0.08
+    one_more = batch(group(drop("N-1")))
+
+    refused = api.bulk(one_more, tenant.sandbox_key)
+    quoted = api.post("/orders/quote", one_more, tenant.sandbox_key)
+
+    assert outcomes(refused) == ["INSUFFICIENT_BALANCE"]
+    assert refused.json()["data"]["orders"][0]["message"] == OWED_MESSAGE
+    assert quoted.status_code == 200, quoted.content
+    assert quoted.json()["data"]["orders"][0]["failure_reason"] == "INSUFFICIENT_BALANCE"
+    assert quoted.json()["data"]["orders"][0]["message"] == OWED_MESSAGE
+    sandbox_top_up(business=tenant.business, amount=Decimal("0.08"))  # owes nothing, holds 0.00
+    plain = api.bulk(batch(group(drop("N-2"))), tenant.sandbox_key)
+    assert plain.json()["data"]["orders"][0]["message"] == (
+        "The wallet balance does not cover this drop's price."
+    )
+    sandbox_top_up(business=tenant.business, amount=Decimal("2.05"))
+    assert outcomes(api.bulk(batch(group(drop("N-3"))), tenant.sandbox_key)) == ["accepted"]
+    assert assert_ledger_consistent(tenant) == Decimal("0.00")
+
+
+def test_an_invoiced_account_never_owes_and_keeps_taking_drops(shop, api):
+    tenant = shop(balance="0.00", billing="invoiced")
+    place(api, tenant.sandbox_key, "R-1")
+    return_all(api, tenant, "R-1")
+
+    assert outcomes(api.bulk(batch(group(drop("N-1"))), tenant.sandbox_key)) == ["accepted"]
