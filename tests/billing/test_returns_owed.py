@@ -216,3 +216,18 @@ def test_an_invoiced_account_never_owes_and_keeps_taking_drops(shop, api):
     return_all(api, tenant, "R-1")
 
     assert outcomes(api.bulk(batch(group(drop("N-1"))), tenant.sandbox_key)) == ["accepted"]
+
+
+def test_owing_refuses_even_a_drop_the_balance_would_cover(shop, api):
+    tenant = shop(balance="2.05")
+    place(api, tenant.sandbox_key, "R-1")
+    return_all(api, tenant, "R-1")  # owes 1.03, holds 0.00
+    PricingPlan.objects.filter(pk=tenant.business.pricing_plan_id).update(
+        base_fee=Decimal("0.00"), per_km_fee=Decimal("0.00")
+    )  # a free drop: 0.00 is covered
+
+    assert outcomes(api.bulk(batch(group(drop("N-1"))), tenant.sandbox_key)) == [
+        "INSUFFICIENT_BALANCE"
+    ]
+    sandbox_top_up(business=tenant.business, amount=Decimal("1.03"))
+    assert outcomes(api.bulk(batch(group(drop("N-2"))), tenant.sandbox_key)) == ["accepted"]
