@@ -364,6 +364,8 @@ SPECTACULAR_SETTINGS = {
         "FailureReason": "orders.schema.FAILURE_REASONS",
         "DropStatus": "orders.schema.DROP_STATUSES",
         "BatchStatus": "orders.schema.BATCH_STATUSES",
+        "WindowStatus": "orders.schema.WINDOW_STATUSES",
+        "UndeliverableAction": "orders.schema.UNDELIVERABLE_ACTION_VALUES",
         "Environment": "accounts.schema.ENVIRONMENTS",
         "BillingModel": "accounts.schema.BILLING_MODELS",
         "InvoiceStatus": "billing.schema.INVOICE_STATUSES",

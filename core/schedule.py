@@ -21,6 +21,8 @@ HOUR = timedelta(hours=1)
 SCHEDULE: dict[str, timedelta] = {
     # Scheduled drops whose pickup time has come become PENDING.
     "tracking.tasks.dispatch_due_orders": MINUTE,
+    # Drops whose ETA has passed their drop-off window's end turn at_risk (order.window_at_risk).
+    "tracking.tasks.flag_windows_at_risk": MINUTE,
     # Webhook deliveries that are due and have no live task are enqueued again.
     "events.tasks.sweep_deliveries": MINUTE,
     # Sandbox scenario steps whose run was lost (a killed worker) are taken here.

@@ -37,16 +37,20 @@ from orders.inputs import (
     MAX_ADDRESS_PART,
     MAX_ID,
     MAX_NAME,
+    MAX_NOTES,
     MAX_WAYBILL,
     SANDBOX_SCENARIOS,
+    UNDELIVERABLE_ACTIONS,
     BatchesQuery,
 )
-from orders.models import BatchStatus, DropStatus
+from orders.models import BatchStatus, DropStatus, WindowStatus
 
 # Named enums (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] points here).
 FAILURE_REASONS = [reason.name for reason in Reason]
 DROP_STATUSES = list(DropStatus.values)
 BATCH_STATUSES = [s for s in BatchStatus.values if s != BatchStatus.PROCESSING]
+WINDOW_STATUSES = list(WindowStatus.values)
+UNDELIVERABLE_ACTION_VALUES = list(UNDELIVERABLE_ACTIONS)
 
 # --- Requests -----------------------------------------------------------------------
 
@@ -120,6 +124,13 @@ class DropoffVerification(serializers.Serializer):
     pin = serializers.BooleanField(required=False, default=False)
 
 
+class DropoffWindow(serializers.Serializer):
+    """docs/contract.md §17: both times, each ISO 8601 with a zone; no other field."""
+
+    start = serializers.DateTimeField(help_text="The window opens (ISO 8601 with a time zone).")
+    end = serializers.DateTimeField(help_text="The window closes (ISO 8601 with a time zone).")
+
+
 class Drop(serializers.Serializer):
     client_order_id = text(
         MAX_ID,
@@ -139,6 +150,27 @@ class Drop(serializers.Serializer):
         allow_null=True,
         help_text="Sandbox keys only (a live key gets 400): the test driver walks the drop "
         "by itself (docs/sandbox.md). Default manual.",
+    )
+    dropoff_window = DropoffWindow(
+        required=False,
+        allow_null=True,
+        help_text="When the recipient expects the drop (docs/contract.md §17). A missing or "
+        "malformed start or end is 400; a window shorter than MIN_WINDOW_MINUTES (30), ending "
+        "before the earliest possible arrival (the ETA model from the pickup time) or starting "
+        "more than MAX_SCHEDULE_DAYS (7) days ahead rejects the drop with INVALID_TIME_WINDOW. "
+        "The ETA's dropoff_at is never before start.",
+    )
+    notes = optional_text(
+        MAX_NOTES,
+        help_text="Instructions for the courier (e.g. a gate code): in tracking entries, the "
+        "dashboard and the operator console, never on the recipient's page. null or empty: none.",
+    )
+    undeliverable_action = serializers.ChoiceField(
+        choices=UNDELIVERABLE_ACTION_VALUES,
+        required=False,
+        allow_null=True,
+        help_text="What happens to the parcel when delivery fails (docs/contract.md §19): "
+        "return (the default: back to the pickup) or dispose.",
     )
 
 

@@ -30,6 +30,7 @@ class OrderListViewSet(viewsets.ViewSet):
             batch_id=query.get("batch_id"),
             created_since=query.get("created_since"),
             updated_since=query.get("updated_since"),
+            window_statuses=query.get("window_status", ()),
         )
         try:
             page = list_drops(

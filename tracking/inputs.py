@@ -18,7 +18,7 @@ from rest_framework import serializers
 
 from core.openapi import UUID_PATTERN
 from core.serializers import Input, QueryNumber, text
-from orders.models import DropStatus
+from orders.models import DropStatus, WindowStatus
 from tracking.lifecycle import ADVANCE_TARGETS
 from tracking.listing import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -95,6 +95,25 @@ class StatusList(serializers.RegexField):
         return tuple(dict.fromkeys(super().run_validation(data).split(",")))
 
 
+WINDOW_STATUS_LIST_PATTERN = "^({0})(,({0}))*$".format("|".join(WindowStatus.values))
+
+
+class WindowStatusList(serializers.RegexField):
+    """`on_track,at_risk`: one or more window statuses, comma-separated (docs/contract.md §17)."""
+
+    def __init__(self, **kwargs) -> None:
+        message = f"Must be window statuses separated by commas: {', '.join(WindowStatus.values)}."
+        super().__init__(
+            WINDOW_STATUS_LIST_PATTERN,
+            trim_whitespace=False,
+            error_messages={"invalid": message},
+            **kwargs,
+        )
+
+    def run_validation(self, data: Any = serializers.empty) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(super().run_validation(data).split(",")))
+
+
 @extend_schema_field({"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN})
 class Instant(serializers.RegexField):
     """An RFC 3339 timestamp with a time zone, as an aware datetime in UTC."""
@@ -124,6 +143,13 @@ class OrdersQuery(Input):
         error_messages={"invalid": "Must be a batch id (a UUID)."},
         help_text="Only this batch's drops. Another account's batch lists nothing.",
     )
+    window_status = WindowStatusList(
+        required=False,
+        help_text=(
+            "Only drops with a drop-off window in these window statuses, e.g. `at_risk`; "
+            "newest first (not with `updated_since`)."
+        ),
+    )
     created_since = Instant(required=False, help_text="Only drops created at or after this.")
     updated_since = Instant(
         required=False,
@@ -150,3 +176,12 @@ class OrdersQuery(Input):
 
     def validate_batch_id(self, value: str) -> uuid.UUID:
         return uuid.UUID(value)
+
+    def validate(self, attrs: dict) -> dict:
+        # The sync order reads the index of changes, which knows no window status; and a drop
+        # leaving the window status would never be listed again (docs/decisions.md, issue 29).
+        if attrs.get("window_status") and attrs.get("updated_since"):
+            raise serializers.ValidationError(
+                {"window_status": "Cannot be combined with updated_since."}
+            )
+        return attrs

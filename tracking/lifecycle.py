@@ -33,6 +33,7 @@ from orders.models import (
 )
 from tracking.proof import pin_matches
 from tracking.selectors import entries_by_drop_id
+from tracking.windows import record_window_alerts, refresh_windows
 
 ALLOWED: dict[str, frozenset[str]] = {
     DropStatus.SCHEDULED: frozenset({DropStatus.PENDING, DropStatus.CANCELLED}),
@@ -208,8 +209,11 @@ def apply_moves(
         on_cancel(cancelled, at)
     returned = [d for d in result.moved if d.status == DropStatus.RETURNED]
     charge_return_fees(drops=returned, at=at)  # accounts locked first: _lock_accounts_of_returns
+    # Each moved drop's window status, worked out afresh (docs/contract.md §17).
+    window_alerts = refresh_windows(result.moved, at)
     # Last: the feed lock comes after the account lock a refund takes (events.services).
     _record_status_changes(result.moved, paths, at)
+    record_window_alerts(window_alerts, at)
     return result
 
 

@@ -23,6 +23,8 @@ PENDING) a second branch reads those from the created index, in the same order. 
 branches split the drops by one condition and its negation (UNCHANGED_SINCE_CREATED), so
 each drop is in exactly one, whatever its timestamps.
 A batch filter reads the batch's own index instead: at most MAX_DROPS_PER_BATCH rows.
+A window_status filter (newest first) reads drop_listing_by_window, which holds only drops
+with a window: one range per (environment, window status, status), in the same order.
 The dashboard's filters (created_before, search) narrow the same index ranges: a date
 bound is a bound of the range, a search a condition checked on the rows read in order.
 
@@ -82,6 +84,8 @@ _OLDEST_WRITER_AGE_SQL = """
 @dataclass(frozen=True)
 class DropFilters:
     statuses: tuple[str, ...] = ()  # () is every status
+    # Drop-off window statuses (docs/contract.md §17); () is any drop, with a window or not.
+    window_statuses: tuple[str, ...] = ()
     batch_id: uuid.UUID | None = None
     created_since: datetime | None = None
     updated_since: datetime | None = None
@@ -175,6 +179,10 @@ def page_keys(
         rows = rows.filter(created_at__gte=filters.created_since)
     if filters.created_before is not None:
         rows = rows.filter(created_at__lt=filters.created_before)
+    # Newest first, each branch below reads one window status's own index range (an IN list
+    # beside it would make the planner sort each range). A batch's drops are a bounded few;
+    # the API refuses window_status with updated_since (tracking/inputs.py).
+    some_windows = Q(window_status__in=list(filters.window_statuses))
     if filters.search:
         rows = rows.filter(
             Q(client_order_id__icontains=filters.search)
@@ -199,6 +207,8 @@ def page_keys(
     # SQLite (`make run`) cannot slice the branches of a UNION: one plain query there.
     if filters.in_batches or not connection.features.supports_slicing_ordering_in_compound:
         rows = rows.filter(environment__in=list(environments), status__in=statuses)
+        if filters.window_statuses:
+            rows = rows.filter(some_windows)
         return keyed(rows, sort)[: limit + 1]
     # Each branch reads at most one page from its own index range, in key order; the
     # union keeps the first limit + 1 of those. A page reads (branches × page) index entries.
@@ -206,6 +216,14 @@ def page_keys(
     for environment in environments:
         for status in statuses:
             branch = rows.filter(environment=environment, status=status)
+            if filters.window_statuses and not filters.by_change:
+                # One range of drop_listing_by_window per window status, in created order.
+                for window_status in filters.window_statuses:
+                    windowed = branch.filter(window_status=window_status)
+                    branches.append(keyed(windowed, "created_at")[: limit + 1])
+                continue
+            if filters.window_statuses:  # the sync order: not from the API
+                branch = branch.filter(some_windows)
             if not filters.by_change:
                 branches.append(keyed(branch, "created_at")[: limit + 1])
                 continue
@@ -257,6 +275,8 @@ def _fingerprint(business, environments: Sequence[str], filters: DropFilters) ->
         fingerprint["created_before"] = _instant(filters.created_before)
     if filters.batch_ids:
         fingerprint["batch_ids"] = sorted(str(pk) for pk in set(filters.batch_ids))
+    if filters.window_statuses:
+        fingerprint["window_statuses"] = sorted(set(filters.window_statuses))
     return fingerprint
 
 

@@ -39,8 +39,11 @@ from orders.decisions import Reason
 from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL, UNDELIVERABLE_ACTIONS
 from orders.schema import (
     DROP_STATUSES,
+    UNDELIVERABLE_ACTION_VALUES,
+    WINDOW_STATUSES,
     Address,
     DropoffVerification,
+    DropoffWindow,
     Pin,
     coordinate,
     phone,
@@ -124,6 +127,24 @@ class TrackedOrder(serializers.Serializer):
     tracking_url = serializers.URLField(help_text="The recipient's tracking page.")
     proof_of_delivery = ProofOfDelivery(allow_null=True, help_text="Set once DELIVERED.")
     failure = Failure(allow_null=True, help_text="Set once FAILED.")
+    dropoff_window = DropoffWindow(
+        allow_null=True, help_text="The drop-off window promised (UTC); null without one."
+    )
+    window_status = serializers.ChoiceField(
+        choices=WINDOW_STATUSES,
+        allow_null=True,
+        help_text="null without a window. on_track; at_risk: still active and the ETA is after "
+        "the window's end (order.window_at_risk fires the first time); met: delivered by the "
+        "end; missed: delivered later, failed, returned or cancelled.",
+    )
+    notes = serializers.CharField(
+        allow_null=True,
+        help_text="The instructions for the courier; never on the recipient's page.",
+    )
+    undeliverable_action = serializers.ChoiceField(
+        choices=UNDELIVERABLE_ACTION_VALUES,
+        help_text="return (the default) or dispose: what happens to the parcel if delivery fails.",
+    )
 
 
 class UnknownOrder(serializers.Serializer):

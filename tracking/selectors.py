@@ -33,6 +33,7 @@ from orders.models import (
     ProofMethod,
     initial_status,
 )
+from orders.windows import AT_RISK, ON_TRACK
 from tracking.eta import EtaModel
 from tracking.proof import photo_url
 
@@ -69,6 +70,12 @@ DROP_SEEN = DROP_KEY.extended(
     pod_received_by="pod_received_by",
     pod_photo="pod_photo",
     failure_reason="failure_reason",
+    window_start=TimeText("window_start"),
+    window_end=TimeText("window_end"),
+    window_status="window_status",
+    window_risk_at=TimeText("window_risk_at"),
+    notes="notes",
+    undeliverable_action="undeliverable_action",
     return_received_by="return_received_by",
 )
 ORDER_SEEN = Shape(
@@ -292,6 +299,13 @@ class _Context:
         }
         if row.resolved:
             dropoff["resolved_pin"] = {"lat": lat, "long": long}
+        eta = self._eta(status, created, order, lat, long, moves)
+        window = None
+        if row.window_start is not None:
+            window = self._window(row)
+            # The courier never drops before the window opens (docs/contract.md §17).
+            if eta is not None and eta["dropoff_at"] < window["start"]:
+                eta["dropoff_at"] = window["start"]
         return {
             "client_order_id": row.client_order_id,
             "status": status,
@@ -310,7 +324,11 @@ class _Context:
             "events": events,
             # How many status events the drop has had: receivers order webhooks by it.
             "sequence": len(events),
-            "eta": self._eta(status, created, order, lat, long, moves),
+            "eta": eta,
+            "dropoff_window": window,
+            "window_status": None if window is None else self._window_status(row),
+            "notes": row.notes,
+            "undeliverable_action": row.undeliverable_action,
             "tracking_url": self.link + token,
             "proof_of_delivery": None
             if status != _DELIVERED
@@ -320,6 +338,20 @@ class _Context:
             if status != _RETURNED
             else {"at": _at(events, _RETURNED), "received_by": row.return_received_by},
         }
+
+    def _window(self, row) -> dict:
+        return {
+            "start": self.times.iso_z(row.window_start),
+            "end": self.times.iso_z(row.window_end),
+        }
+
+    def _window_status(self, row) -> str:
+        """As stored (tracking/windows.py), and at_risk as soon as the ETA passes the end,
+        before the minute's job has stored it."""
+        status, risk_at = row.window_status, row.window_risk_at
+        if status == ON_TRACK and risk_at is not None and self.now > self._moment(risk_at):
+            return AT_RISK
+        return status
 
     def _eta(
         self, status: str, created: str, order: _Order, lat: float, long: float, moves

@@ -181,9 +181,27 @@ def test_order_results_are_accepted_or_rejected():
         "OUT_OF_SERVICE_AREA",
         "SCHEDULE_IN_PAST",
         "OUTSIDE_OPERATING_HOURS",
+        "INVALID_TIME_WINDOW",
         "DUPLICATE_CLIENT_ORDER_ID",
         "INSUFFICIENT_BALANCE",
     ]
+
+
+def test_windows_notes_and_undeliverable_action_are_described():
+    """docs/contract.md §17: on the drop of a bulk body, in the tracking entry, as a filter."""
+    schema = served_schema()
+    components = schema["components"]["schemas"]
+    drop = components["Drop"]["properties"]
+    assert {"dropoff_window", "notes", "undeliverable_action"} <= set(drop)
+    assert set(components["DropoffWindow"]["required"]) == {"start", "end"}
+    entry = components["TrackedOrder"]
+    assert {"dropoff_window", "window_status", "notes", "undeliverable_action"} <= set(
+        entry["required"]
+    )
+    assert components["WindowStatus"]["enum"] == ["on_track", "at_risk", "met", "missed"]
+    assert components["UndeliverableAction"]["enum"] == ["return", "dispose"]
+    listing = schema["paths"]["/api/v1/orders"]["get"]["parameters"]
+    assert "window_status" in {parameter["name"] for parameter in listing}
 
 
 def test_docs_page_is_public_and_its_assets_are_ours():
