@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
@@ -17,7 +20,15 @@ from events.endpoints import (
 )
 from events.models import EventType
 from events.ssrf import UnsafeUrl
-from orders.models import Batch, DropStatus
+from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL
+from orders.models import (
+    INITIAL_STATUSES,
+    Batch,
+    Drop,
+    DropStatus,
+    UndeliverableAction,
+    WindowStatus,
+)
 from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
 
 
@@ -121,6 +132,13 @@ class OrderFilterForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="None ticked: every status.",
     )
+    window_status = forms.MultipleChoiceField(
+        required=False,
+        label="Drop-off window",
+        choices=WindowStatus.choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: any order, with a window or not.",
+    )
     created_from = forms.DateField(
         required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
     )
@@ -155,8 +173,8 @@ class EnvironmentFilterForm(forms.Form):
     )
 
 
-# In lifecycle order, FAILED last, so the menu reads like the delivery it drives.
-_ADVANCE_ORDER = [*HAPPY_PATH, DropStatus.FAILED]
+# In lifecycle order, then FAILED and the way back, so the menu reads like the delivery it drives.
+_ADVANCE_ORDER = [*HAPPY_PATH, DropStatus.FAILED, DropStatus.RETURNING, DropStatus.RETURNED]
 
 
 class AdvanceForm(forms.Form):
@@ -175,7 +193,7 @@ class ScenarioForm(forms.Form):
     scenario = forms.ChoiceField(
         choices=[
             ("deliver", "Deliver"),
-            ("fail", "Fail (recipient unavailable)"),
+            ("fail", "Fail (recipient unavailable), then return to the pickup"),
             ("cancel_by_courier", "Cancelled by the courier"),
         ],
         initial="deliver",
@@ -218,3 +236,156 @@ class WebhookEndpointForm(forms.Form):
     def clean_event_types(self) -> list[str]:
         # "All events" wins over single ticks, as ["*"] alone does in the API.
         return event_types_of(self.cleaned_data["event_types"])
+
+
+# --- An order's edit ----------------------------------------------------------------------
+
+# The fields by when they may change (docs/contract.md §17): while the drop is active, or
+# only before pickup (SCHEDULED or PENDING). The service decides; the page only shows it.
+WHILE_ACTIVE_FIELDS = ("name", "phone", "notes", "external_waybill")
+BEFORE_PICKUP_FIELDS = ("address", "city", "lat", "long", "window_start", "window_end")
+BEFORE_PICKUP_FIELDS += ("undeliverable_action",)
+_PLACE_FIELDS = frozenset({"address", "city", "lat", "long"})
+_WINDOW_FIELDS = frozenset({"window_start", "window_end"})
+# A PATCH body's field path (tracking/edit_inputs.py) → the form field its errors go to.
+_FIELD_OF_PATH = {
+    "dropoff": "name",
+    "dropoff.name": "name",
+    "dropoff.phone": "phone",
+    "notes": "notes",
+    "external_waybill": "external_waybill",
+    "dropoff.lat": "lat",
+    "dropoff.long": "long",
+    "dropoff.address": "address",
+    "dropoff_window": "window_start",
+    "dropoff_window.start": "window_start",
+    "dropoff_window.end": "window_end",
+    "undeliverable_action": "undeliverable_action",
+}
+
+
+def _coordinate_input() -> forms.NumberInput:
+    return forms.NumberInput(attrs={"step": "any"})
+
+
+def _moment_input() -> forms.DateTimeInput:
+    # The browser's own picker, in the service time zone (Django reads and shows form times
+    # in the current time zone, settings.TIME_ZONE).
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+class OrderEditForm(forms.Form):
+    """An order's editable fields, shape only: what it sends is a PATCH body, parsed and
+    judged by the API's own code (tracking.edit_inputs, tracking.edits), so every rule and
+    message is the API's. Each field carries the value it was shown with (a hidden initial),
+    so only what the person changed is sent: a change made meanwhile elsewhere (the API,
+    another tab) is never written back over."""
+
+    name = forms.CharField(
+        label="Recipient name",
+        required=False,
+        widget=forms.TextInput(attrs={"maxlength": MAX_NAME}),
+    )
+    phone = forms.CharField(
+        label="Phone",
+        required=False,
+        help_text="With the country code, e.g. +85512345678.",
+        widget=forms.TextInput(attrs={"type": "tel", "autocomplete": "off"}),
+    )
+    notes = forms.CharField(
+        label="Notes for the courier",
+        required=False,
+        help_text="At most 500 characters; never shown on the recipient's page.",
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_NOTES}),
+    )
+    external_waybill = forms.CharField(
+        label="Waybill", required=False, widget=forms.TextInput(attrs={"maxlength": MAX_WAYBILL})
+    )
+    address = forms.CharField(label="Address", required=False)
+    city = forms.CharField(label="City", required=False)
+    lat = forms.FloatField(label="Latitude", required=False, widget=_coordinate_input())
+    long = forms.FloatField(label="Longitude", required=False, widget=_coordinate_input())
+    window_start = forms.DateTimeField(label="From", required=False, widget=_moment_input())
+    window_end = forms.DateTimeField(label="To", required=False, widget=_moment_input())
+    undeliverable_action = forms.ChoiceField(
+        label="If it cannot be delivered", choices=UndeliverableAction.choices
+    )
+
+    def __init__(self, data=None, *, drop: Drop) -> None:
+        super().__init__(data, initial=_initial_of(drop))
+        for name, field in self.fields.items():
+            field.show_hidden_initial = True
+            # Shown: what may change in the drop's status. Sent: a field the page showed
+            # disabled is not in the POST, and stays as it is; one that was shown enabled is
+            # judged by the service as the drop is now (a stale page gets its refusal).
+            if data is None:
+                field.disabled = name in BEFORE_PICKUP_FIELDS and drop.status not in (
+                    INITIAL_STATUSES
+                )
+            else:
+                field.disabled = name not in data
+
+    def change_body(self) -> dict[str, Any]:
+        """The PATCH body of what was changed on the page (docs/contract.md §17)."""
+        changed, data = set(self.changed_data), self.cleaned_data
+        recipient = {key: data[key] for key in ("name", "phone") if key in changed}
+        if changed & _PLACE_FIELDS:
+            recipient |= self._place(coordinates=bool(changed & {"lat", "long"}))
+        body: dict[str, Any] = {"dropoff": recipient} if recipient else {}
+        if "notes" in changed:
+            body["notes"] = data["notes"]  # "" is none, as the API reads it
+        if "external_waybill" in changed:
+            body["external_waybill"] = data["external_waybill"] or None
+        if changed & _WINDOW_FIELDS:
+            start, end = data["window_start"], data["window_end"]
+            body["dropoff_window"] = (
+                None if start is None and end is None else {"start": _iso(start), "end": _iso(end)}
+            )
+        if "undeliverable_action" in changed:
+            body["undeliverable_action"] = data["undeliverable_action"]
+        return body
+
+    def _place(self, *, coordinates: bool) -> dict[str, Any]:
+        """A new address alone is found on the map (the coordinates follow it); new
+        coordinates, or an address taken away, keep the coordinates as they stand."""
+        data = self.cleaned_data
+        parts = (("complete_address", data["address"]), ("city", data["city"]))
+        address = {key: value for key, value in parts if value} or None
+        if address and not coordinates:
+            return {"address": address}
+        return {"lat": data["lat"], "long": data["long"], "address": address}
+
+    def add_refusal(self, message: str, details: list[dict[str, str]]) -> None:
+        """A refusal in the API's words: each message once, by the first field it names
+        (several fields share one message: a location is one thing), else at the top."""
+        said = set()
+        for detail in details or [{"field": "", "message": message}]:
+            path, text = detail.get("field", ""), detail["message"]
+            if text in said:
+                continue
+            said.add(text)
+            field = _FIELD_OF_PATH.get(path)
+            if field is None and path.startswith(("dropoff.address.", "dropoff_window.")):
+                field = "address" if path.startswith("dropoff.address.") else "window_start"
+            self.add_error(field, text)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _initial_of(drop: Drop) -> dict[str, Any]:
+    address = drop.address or {}
+    return {
+        "name": drop.recipient_name,
+        "phone": drop.recipient_phone,
+        "notes": drop.notes or "",
+        "external_waybill": drop.external_waybill or "",
+        "address": address.get("complete_address", ""),
+        "city": address.get("city", ""),
+        "lat": drop.lat,
+        "long": drop.long,
+        "window_start": drop.window_start,
+        "window_end": drop.window_end,
+        "undeliverable_action": drop.undeliverable_action,
+    }

@@ -61,6 +61,7 @@ urlpatterns = [
     path("orders/export/", orders.orders_export, name="orders_export"),
     path("orders/<uuid:pk>/", orders.order_detail, name="order"),
     path("orders/<uuid:pk>/cancel/", orders.order_cancel, name="order_cancel"),
+    path("orders/<uuid:pk>/edit/", orders.order_edit, name="order_edit"),
     # Orders from a spreadsheet (dashboard/uploads.py).
     path("orders/upload/", orders_upload, name="orders_upload"),
     path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),

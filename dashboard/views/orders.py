@@ -16,19 +16,30 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from accounts.models import Business, Environment
+from core.api import ApiError
 from core.cursors import InvalidCursor
 from dashboard.exports import export_lines
 from dashboard.exports import header as export_header
-from dashboard.forms import EnvironmentFilterForm, OrderFilterForm
+from dashboard.forms import EnvironmentFilterForm, OrderEditForm, OrderFilterForm
 from dashboard.maps import batch_map, order_map
-from dashboard.views.common import PAGE_SIZE, business_view, page_of
+from dashboard.views.common import (
+    PAGE_SIZE,
+    business_view,
+    new_key_form_token,
+    page_of,
+    spend_key_form_token,
+)
 from orders.links import drop_tracking_url
-from orders.models import Batch, Drop, DropStatus
+from orders.models import INITIAL_STATUSES, Batch, Drop, DropStatus, WindowStatus
 from orders.results import ResultEntry
 from orders.selectors import batches_named, stored_results
+from tracking.api import edit_refusal
+from tracking.edit_inputs import parse_drop_change
+from tracking.edits import EditRefused, edit_drop
 from tracking.lifecycle import CANCELLABLE
 from tracking.listing import DropFilters, list_drops
 from tracking.proof import photo_url
+from tracking.selectors import entries_by_drop_id
 from tracking.services import cancel_orders
 
 BATCH_PAGE_SIZE = 100
@@ -62,6 +73,7 @@ def order_query(*, business: Business, data: dict) -> OrderQuery:
     start, end = data.get("created_from"), data.get("created_to")
     filters = DropFilters(
         statuses=tuple(data.get("status") or ()),
+        window_statuses=tuple(data.get("window_status") or ()),
         created_since=_midnight(start) if start else None,
         created_before=_midnight(end + timedelta(days=1)) if end else None,
         batch_ids=batch_ids,
@@ -101,6 +113,9 @@ def orders(request):
             **entry,
             "environment_label": Environment(entry["environment"]).label,
             "status_label": DropStatus(entry["status"]).label,
+            "window_status_label": WindowStatus(entry["window_status"]).label
+            if entry["window_status"]
+            else None,
         }
         for entry in (page.orders if page else [])
     ]
@@ -149,10 +164,20 @@ def order_detail(request, pk: uuid.UUID):
             "drop_tracking_url": drop_tracking_url(drop.pk),
             "map": order_map(drop),
             "can_cancel": drop.status in CANCELLABLE,
+            "window_status": _window_status(drop),
             # Same-origin, as the recipient's page shows it: the signed /pod/ link's path.
             "photo_path": urlsplit(photo_url(drop.pk)).path if drop.pod_photo else None,
         },
     )
+
+
+def _window_status(drop: Drop) -> WindowStatus | None:
+    """The window's status as the API's tracking entry says it (at risk as soon as the ETA
+    passes the window's end, before the minute's job stores it): no second rule here."""
+    if drop.window_start is None:
+        return None
+    status = entries_by_drop_id([drop.pk])[str(drop.pk)]["window_status"]
+    return WindowStatus(status) if status else None
 
 
 @business_view
@@ -183,6 +208,84 @@ def order_cancel(request, pk: uuid.UUID):
     else:
         messages.success(request, f"{drop.client_order_id} is cancelled; its price is refunded.")
     return redirect("dashboard:order", pk=drop.pk)
+
+
+@business_view
+def order_edit(request, pk: uuid.UUID):
+    """Edit an active drop's fields (docs/dashboard.md): the API's PATCH /orders/<drop_id>,
+    its parsing and its service, for the drop's own environment."""
+    drop = get_object_or_404(Drop, pk=pk, business=request.business)
+    if not drop.is_active:
+        # Nothing to edit, and the page says so with the API's status for it.
+        return _edit_page(request, drop, None, status=409)
+    if request.method != "POST":
+        return _edit_page(request, drop, OrderEditForm(drop=drop))
+    if not spend_key_form_token(request):
+        # Sent already (a refresh, the back button): a second send could undo a later change.
+        messages.info(request, "That form was sent already: here is the order as it is now.")
+        return redirect("dashboard:order", pk=drop.pk)
+    form = OrderEditForm(request.POST, drop=drop)
+    if not form.is_valid():
+        return _edit_page(request, drop, form, status=400)
+    try:
+        change = parse_drop_change(form.change_body())
+        edit_drop(
+            business=request.business, environment=drop.environment, drop_id=drop.pk, change=change
+        )
+    except (ApiError, EditRefused) as refused:
+        # The API's own answer (status, message, fields): a 400 of shape, or the refusal.
+        error = refused if isinstance(refused, ApiError) else edit_refusal(refused)
+        form.add_refusal(error.message, error.details)
+        return _edit_page(request, drop, form, status=error.status_code, refusal=error)
+    said = changes_said(drop, Drop.objects.get(pk=drop.pk))
+    if said:
+        messages.success(request, f"{drop.client_order_id} is saved: {said}.")
+    else:
+        messages.info(request, f"Nothing changed: {drop.client_order_id} already had those values.")
+    return redirect("dashboard:order", pk=drop.pk)
+
+
+def _edit_page(request, drop: Drop, form: OrderEditForm | None, *, status: int = 200, refusal=None):
+    return render(
+        request,
+        "dashboard/order_edit.html",
+        {
+            "drop": drop,
+            "form": form,
+            "form_token": new_key_form_token(request) if form is not None else "",
+            "before_pickup": drop.status in INITIAL_STATUSES,
+            "refusal": refusal,
+        },
+        status=status,
+    )
+
+
+# What an edit changed, in the page's words: (the drop's columns, what the message calls them).
+_CHANGES_SAID = (
+    (("recipient_name",), "recipient name"),
+    (("recipient_phone",), "phone"),
+    (("notes",), "notes"),
+    (("external_waybill",), "waybill"),
+    (("lat", "long", "address"), "drop-off location"),
+    (("window_start", "window_end"), "drop-off window"),
+    (("undeliverable_action",), "what happens if it cannot be delivered"),
+)
+
+
+def changes_said(before: Drop, after: Drop) -> str:
+    """ "phone and notes changed; price 3.10 USD (was 2.80 USD)", or "" for no change."""
+    changed = [
+        said
+        for columns, said in _CHANGES_SAID
+        if any(getattr(before, column) != getattr(after, column) for column in columns)
+    ]
+    if not changed:
+        return ""
+    names = changed[0] if len(changed) == 1 else f"{', '.join(changed[:-1])} and {changed[-1]}"
+    text = f"{names} changed"
+    if after.price != before.price:
+        text += f"; price {after.price} {after.currency} (was {before.price} {before.currency})"
+    return text
 
 
 @business_view
