@@ -19,6 +19,7 @@ OPERATIONS = {
     ("/api/v1/batches/{batch_id}", "get"),
     ("/api/v1/orders/tracking", "post"),
     ("/api/v1/orders/cancel", "post"),
+    ("/api/v1/orders/{drop_id}", "patch"),
     ("/api/v1/sandbox/orders/advance", "post"),
     ("/api/v1/account", "get"),
     ("/api/v1/service-areas", "get"),
