@@ -47,6 +47,10 @@ COLUMNS = (
     "pickup_scheduled_at",
     "dropoff_pin",
     "sandbox_scenario",
+    "dropoff_window_start",
+    "dropoff_window_end",
+    "notes",
+    "undeliverable_action",
 )
 REQUIRED_COLUMNS = (
     "client_order_id",
@@ -79,6 +83,11 @@ _DROP_FIELDS = {
     "external_waybill": "external_waybill",
     "dropoff_verification": "dropoff_pin",
     "sandbox_scenario": "sandbox_scenario",
+    "dropoff_window": "dropoff_window_start",
+    "dropoff_window.start": "dropoff_window_start",
+    "dropoff_window.end": "dropoff_window_end",
+    "notes": "notes",
+    "undeliverable_action": "undeliverable_action",
     "dropoff.name": "recipient_name",
     "dropoff.phone": "recipient_phone",
     "dropoff.lat": "dropoff_lat",
@@ -385,6 +394,16 @@ class _Cells:
                 "dropoff": _present(recipient),
                 "dropoff_verification": {"pin": True} if self.yes("dropoff_pin") else None,
                 "sandbox_scenario": self.text("sandbox_scenario"),
+                # Either cell alone sends the window without the other: its column is named.
+                "dropoff_window": _present(
+                    {
+                        "start": self.text("dropoff_window_start"),
+                        "end": self.text("dropoff_window_end"),
+                    }
+                )
+                or None,
+                "notes": self.text("notes"),
+                "undeliverable_action": self.text("undeliverable_action"),
             }
         )
 

@@ -253,24 +253,26 @@ def test_a_row_with_more_cells_than_the_header_is_refused(open_for_business, ali
     response = upload(alice_web, data)
 
     assert response.status_code == 400
-    assert "Row 3: 18 cells, but the header has 16 columns" in page_of(response)
+    assert f"Row 3: {len(HEADER) + 2} cells, but the header has {len(HEADER)} columns" in page_of(
+        response
+    )
     assert nothing_stored()
 
 
 def test_a_semicolon_file_with_bom_and_spelled_out_headers_is_read(
     open_for_business, alice, alice_web
 ):
-    header = [name.replace("_", " ").title() for name in HEADER] + ["Notes"]
+    header = [name.replace("_", " ").title() for name in HEADER] + ["Remarks"]
     rows = [
         {name.replace("_", " ").title(): value for name, value in order_row("SEMI-1").items()}
-        | {"Notes": "ring twice", "Dropoff Pin": "YES"}
+        | {"Remarks": "ring twice", "Dropoff Pin": "YES"}
     ]
 
     response = upload(alice_web, b"\xef\xbb\xbf" + csv_bytes(*rows, header=header, delimiter=";"))
 
     assert response.status_code == 200
     assert [(row, status) for row, status, _ in results(response)] == [(2, "accepted")]
-    assert "Ignored columns (not ones we read): Notes." in page_of(response)
+    assert "Ignored columns (not ones we read): Remarks." in page_of(response)
     drop = Drop.objects.get(business=alice.business)
     assert drop.client_order_id == "SEMI-1" and drop.dropoff_pin
 
@@ -521,3 +523,63 @@ def test_a_big_pickup_group_names_its_first_rows_and_counts_the_others():
     assert str(Problem(tuple(range(2, 12)), "pickup_phone", "m")) == (
         "Rows 2, 3, 4, 5, 6 and 5 more, column pickup_phone: m"
     )
+
+
+# --- Windows, notes and what becomes of an undeliverable parcel (docs/contract.md §17, §19) ---
+
+
+def test_windows_notes_and_undeliverable_action_come_from_their_columns(
+    open_for_business, alice, alice_web
+):
+    # The fixture clock is 10:00 in Phnom Penh; the earliest arrival from the shop is ~10:29.
+    window = {
+        "dropoff_window_start": "2026-11-23T14:00:00+07:00",
+        "dropoff_window_end": "2026-11-23T16:00:00+07:00",
+    }
+    data = csv_bytes(
+        order_row("W-1", notes="Gate code 42, call on arrival", **window),
+        order_row("W-2", undeliverable_action="dispose"),
+        order_row(
+            "W-3",
+            dropoff_window_start="2026-11-23T10:00:00+07:00",
+            dropoff_window_end="2026-11-23T10:20:00+07:00",
+        ),
+    )
+
+    response = upload(alice_web, data)
+
+    assert response.status_code == 200
+    rows = results(response)
+    assert [status for _, status, _ in rows] == ["accepted", "accepted", "rejected"]
+    assert "INVALID_TIME_WINDOW" in rows[2][2]
+    drops = {d.client_order_id: d for d in Drop.objects.filter(business=alice.business)}
+    first = drops["W-1"]
+    assert first.notes == "Gate code 42, call on arrival"
+    assert first.window_start.isoformat() == "2026-11-23T07:00:00+00:00"
+    assert first.window_end.isoformat() == "2026-11-23T09:00:00+00:00"
+    assert first.window_status == "on_track" and first.undeliverable_action == "return"
+    assert drops["W-2"].undeliverable_action == "dispose" and drops["W-2"].window_start is None
+
+
+def test_bad_window_notes_or_action_cells_name_their_row_and_column(open_for_business, alice_web):
+    data = csv_bytes(
+        order_row("B-1", dropoff_window_start="2026-11-23T14:00:00+07:00"),  # row 2
+        order_row("B-2", dropoff_window_end="2026-11-23 16:00"),  # row 3
+        order_row("B-3", notes="x" * 501),  # row 4
+        order_row("B-4", undeliverable_action="keep"),  # row 5
+    )
+
+    response = upload(alice_web, data)
+
+    assert response.status_code == 400
+    page = page_of(response)
+    problems = [
+        "Row 2, column dropoff_window_end: Required, but the cell is empty.",
+        "Row 3, column dropoff_window_start: Required, but the cell is empty.",
+        "Row 3, column dropoff_window_end: Must carry a time zone",
+        "Row 4, column notes: Must be at most 500 characters.",
+        "Row 5, column undeliverable_action: Must be one of return, dispose.",
+    ]
+    for problem in problems:
+        assert problem in page, problem
+    assert nothing_stored()
