@@ -98,6 +98,13 @@ class Failure(serializers.Serializer):
     at = serializers.DateTimeField()
 
 
+class ReturnReceipt(serializers.Serializer):
+    at = serializers.DateTimeField(help_text="When the parcel was back at the pickup (RETURNED).")
+    received_by = serializers.CharField(
+        allow_null=True, help_text="Who took it back at the pickup, when they said."
+    )
+
+
 class TrackedOrder(serializers.Serializer):
     client_order_id = serializers.CharField()
     status = serializers.ChoiceField(choices=DROP_STATUSES)
@@ -121,12 +128,15 @@ class TrackedOrder(serializers.Serializer):
         allow_null=True,
         help_text=(
             "Estimated pickup and drop-off (UTC), from the model of docs/api.md; null once "
-            "the drop is delivered, failed or cancelled."
+            "the drop is delivered, failed (returning or returned too) or cancelled."
         ),
     )
     tracking_url = serializers.URLField(help_text="The recipient's tracking page.")
     proof_of_delivery = ProofOfDelivery(allow_null=True, help_text="Set once DELIVERED.")
-    failure = Failure(allow_null=True, help_text="Set once FAILED.")
+    failure = Failure(
+        allow_null=True,
+        help_text="Set once FAILED, and kept while the parcel comes back (RETURNING, RETURNED).",
+    )
     dropoff_window = DropoffWindow(
         allow_null=True, help_text="The drop-off window promised (UTC); null without one."
     )
@@ -145,6 +155,14 @@ class TrackedOrder(serializers.Serializer):
         choices=UNDELIVERABLE_ACTION_VALUES,
         help_text="return (the default) or dispose: what happens to the parcel if delivery fails.",
     )
+
+
+# "return" is a Python keyword: the field is declared on the class after it is made (the
+# entries' subclasses below inherit it). docs/contract.md §19.
+TrackedOrder._declared_fields["return"] = ReturnReceipt(
+    allow_null=True,
+    help_text="Set once RETURNED (the failed parcel is back at its pickup); null otherwise.",
+)
 
 
 class UnknownOrder(serializers.Serializer):
@@ -277,6 +295,7 @@ _ORDER_EXAMPLE = {
     "tracking_url": "https://deliver.example.com/t/pS0TQm1x5Kq8e9G2b3tE4w",
     "proof_of_delivery": None,
     "failure": None,
+    "return": None,
 }
 
 ORDERS = operation(
