@@ -37,7 +37,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -260,6 +260,21 @@ def coordinate_batch(n: int) -> Template:
             for i in range(n)
         ]
     )
+
+
+def committed_batch(n: int) -> Template:
+    """coordinate_batch with a drop-off window and notes on every drop (issue 29): a window
+    that can be kept, from an hour to three hours from now, so every drop is accepted."""
+    now = datetime.now(UTC)
+    window = {
+        "start": (now + timedelta(hours=1)).isoformat(),
+        "end": (now + timedelta(hours=3)).isoformat(),
+    }
+    body = orjson.loads(coordinate_batch(n).raw)
+    for drop in body["orders"][0]["dropoff"]:
+        drop["dropoff_window"] = window
+        drop["notes"] = "Gate code 42, call on arrival; the blue door beside the pharmacy."
+    return Template(orjson.dumps(body), n)
 
 
 def address_batch(n: int) -> Template:
@@ -596,11 +611,13 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
 
         return one_run
 
-    def beside_the_bare_floor(label: str) -> tuple[Figure, Figure]:
+    def beside_the_bare_floor(
+        label: str, template: Template | None = None
+    ) -> tuple[Figure, Figure]:
         """Issue 18's ratio: a 1000-drop batch and the bare floor, one after the other, in
         alternation, so that both see the same moment of a noisy machine and the same
         database. The floor's batch row carries a stored answer of the real size."""
-        template = coordinate_batch(1000)
+        template = template or coordinate_batch(1000)
         answer, _ = post_batch(client, "bulk of 1000 (the floor's answer size)", template)
         paired = bulk(template)
         for _ in range(cfg.warmups):
@@ -625,6 +642,12 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
         if n == 1000:
             pairs["early"] = beside_the_bare_floor(label)
             figures.append(pairs["early"][0])
+            # Issue 29: the same batch with a window and notes on every drop, against the
+            # same bare floor (the floor stores what a bare batch stores).
+            pairs["commitments"] = beside_the_bare_floor(
+                "bulk, 1000 coordinate drops with a window and notes", committed_batch(1000)
+            )
+            figures.append(pairs["commitments"][0])
             continue
         figures.append(measure(label, runs, cfg.warmups, bulk(coordinate_batch(n))))
 
@@ -773,6 +796,7 @@ def report(
     checks = [
         ("1000 drops / bare floor", ratio, 3.0, "x", "<="),
         ("the same, late", ratios["late"], 3.0, "x", "<="),
+        ("with windows and notes", ratios["commitments"], 3.0, "x", "<="),
         ("5000 drops", by_case["bulk, 5000 coordinate drops"].median_ms, 300, " ms", "<="),
         ("tracking 1000 ids", by_case["tracking, 1000 identifiers"].median_ms, 25, " ms", "<="),
         ("throughput", flow.per_second, 10_000, " drops/s", ">="),
