@@ -49,6 +49,7 @@ from tracking.edit_inputs import (
     DropChange,
 )
 from tracking.selectors import entries_by_drop_id
+from tracking.windows import record_window_alerts, refresh_windows
 
 
 class EditRefused(Exception):
@@ -120,8 +121,7 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
         # Read once the locks are held: an edit that waited stamps its change after the other's.
         now = timezone.now()
         edit = check_edit(drop, change, pins, now=now)
-        if edit.changed:
-            _write(drop, edit, wallet, now)
+        alerts = _write(drop, edit, wallet, now) if edit.changed else []
         entry = entries_by_drop_id([drop.pk])[str(drop.pk)]
         if edit.changed:
             record_events(
@@ -131,11 +131,14 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
                 payloads=[{**entry, "changed": edit.changed}],
                 at=now,
             )
+            record_window_alerts(alerts, now)
     return entry
 
 
-def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> None:
-    """The drop's new values and, for a new price, the money: both or neither."""
+def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> list[Drop]:
+    """The drop's new values and, for a new price, the money: both or neither. A new window
+    or place works the window status out afresh, as a move does (tracking.windows); the
+    drop if that turned it at risk for the first time."""
     if edit.price is not None and edit.price != drop.price:
         try:
             settle_price_change(
@@ -150,6 +153,15 @@ def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> None:
             raise EditRejected(Reason.INSUFFICIENT_BALANCE, str(short), LOCATION) from short
     # updated_at moves: GET /orders?updated_since= sees the edit (tracking/listing.py).
     Drop.objects.filter(pk=drop.pk).update(**edit.columns, updated_at=now)
+    if not _WINDOW_READS.intersection(edit.columns):
+        return []
+    for column, value in edit.columns.items():
+        setattr(drop, column, value)
+    return refresh_windows([drop], now)
+
+
+# What a drop's window status is worked out from, of what an edit may change.
+_WINDOW_READS = frozenset({"window_start", "window_end", "lat", "long"})
 
 
 def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, now) -> Edit:
@@ -184,8 +196,6 @@ def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, n
     window = values["dropoff_window"] if "dropoff_window" in changed else _window_of(drop)
     if window is not None and ("dropoff_window" in changed or km is not None):
         _check_window(drop, window, now, km, edit)
-    elif "dropoff_window" in changed:
-        edit.columns |= {"window_status": None, "window_risk_at": None, "window_alerted": False}
     edit.changed = [
         name
         for name in CHANGED_ORDER
@@ -315,26 +325,13 @@ def _move_to(drop: Drop, place: Place, phone: Any, pins, edit: Edit) -> float:
 def _check_window(
     drop: Drop, window: tuple[datetime, datetime], now: datetime, km: float | None, edit: Edit
 ) -> None:
-    """Rule 7 for the edited drop, from its pickup time (orders.windows), and its window
-    status afresh: a new window is a new promise, which may be said to be at risk again."""
+    """Rule 7 for the edited drop, by the ETA model from its pickup time (orders.windows):
+    the scheduled one, else when the drop began to wait (its creation)."""
     order = drop.order
     if km is None:
         km = DistancesFrom(order.pickup_lat, order.pickup_long).km(drop.lat, drop.long)
-    terms = EtaTerms()
     pickup_time = order.pickup_scheduled_at or drop.created_at
-    problem = terms.window_problem(window, pickup_time, now, km)
+    problem = EtaTerms().window_problem(window, pickup_time, now, km)
     if problem is not None:
         fields = ["dropoff_window"] if "window_start" in edit.columns else list(LOCATION)
         raise EditRejected(Reason.INVALID_TIME_WINDOW, problem, fields)
-    status, risk_at = terms.outlook(
-        status=drop.status,
-        end=window[1],
-        km=km,
-        waiting_since=pickup_time,
-        picked_up_at=None,
-        delivered_at=None,
-        now=now,
-    )
-    edit.columns |= {"window_status": status, "window_risk_at": risk_at}
-    if "window_start" in edit.columns:
-        edit.columns["window_alerted"] = False

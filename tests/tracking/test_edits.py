@@ -10,15 +10,21 @@ import pytest
 from django.utils import timezone
 
 from events.models import Event
+from geo.geometry import haversine_km
 from orders.models import Drop, DropStatus
-from tests.factories import HOME
+from orders.windows import EtaTerms
+from tests.factories import HOME, SHOP
 from tests.helpers import assert_error
 from tests.tracking.helpers import THIS_AFTERNOON, advance, cancel, entries, place
 
 S = DropStatus
 NEW_PHONE = "+85512345670"
 ANGKOR_WAT = {"lat": 13.4125, "long": 103.8670}
-ROYAL_PALACE = {"lat": 11.5637, "long": 104.9311}  # in the area, farther from the shop than HOME
+ROYAL_PALACE = {"lat": 11.5637, "long": 104.9311}
+AIRPORT = {
+    "lat": 11.5466,
+    "long": 104.8441,
+}  # in the area, far from the shop  # in the area, farther from the shop than HOME
 CENTRAL_MARKET = {
     "complete_address": "Central Market, Phnom Penh",
     "city": "Phnom Penh",
@@ -323,3 +329,74 @@ def test_a_window_that_cannot_be_kept_is_invalid_time_window(open_for_business, 
     assert "30 minutes" in error["message"]
     assert [d["field"] for d in error["details"]] == ["dropoff_window"]
     assert Drop.objects.get(pk=drop_id).window_start is None
+
+
+# --- The promise: window and undeliverable_action ---------------------------------------------
+
+
+def window_from(start, minutes: int = 120) -> dict:
+    return {"start": iso(start), "end": iso(start + timedelta(minutes=minutes))}
+
+
+def iso(moment) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def test_a_window_and_an_undeliverable_action_change_before_pickup(open_for_business, alice, api):
+    drop_id = put_in(api, alice.sandbox_key, "E-1", S.SCHEDULED)
+    window = window_from(timezone.now() + timedelta(hours=5))
+
+    body = {"dropoff_window": window, "undeliverable_action": "dispose"}
+    entry = edited(patch(api, drop_id, body, alice.sandbox_key))
+
+    assert entry["dropoff_window"]["start"][:19] == window["start"][:19]
+    assert entry["dropoff_window"]["end"][:19] == window["end"][:19]
+    assert (entry["window_status"], entry["undeliverable_action"]) == ("on_track", "dispose")
+    drop = Drop.objects.get(pk=drop_id)
+    assert (drop.window_status, drop.undeliverable_action) == ("on_track", "dispose")
+    assert drop.window_end - drop.window_start == timedelta(minutes=120)
+
+    entry = edited(patch(api, drop_id, {"dropoff_window": None}, alice.sandbox_key))
+
+    assert (entry["dropoff_window"], entry["window_status"]) == (None, None)
+    assert Drop.objects.get(pk=drop_id).window_status is None
+    assert [e["changed"] for e in updates_of(drop_id)] == [
+        ["dropoff_window", "undeliverable_action"],
+        ["dropoff_window"],
+    ]
+
+
+def test_a_window_is_not_editable_after_pending(open_for_business, alice, api):
+    drop_id = put_in(api, alice.sandbox_key, "E-1", S.PICKED_UP)
+    window = window_from(timezone.now() + timedelta(hours=5))
+
+    error = assert_error(
+        patch(api, drop_id, {"dropoff_window": window}, alice.sandbox_key), 409, "NOT_EDITABLE"
+    )
+
+    assert [d["field"] for d in error["details"]] == ["dropoff_window"]
+    assert Drop.objects.get(pk=drop_id).window_start is None
+
+
+def test_a_new_place_that_breaks_the_window_is_invalid_time_window(open_for_business, alice, api):
+    drop_id = put_in(api, alice.sandbox_key, "E-1", S.PENDING)
+    drop = Drop.objects.get(pk=drop_id)
+    # A window that ends a few minutes after the earliest arrival at the drop's place.
+    terms = EtaTerms()
+    km = haversine_km(SHOP["lat"], SHOP["long"], drop.lat, drop.long)
+    arrival = terms.earliest_arrival(drop.created_at, timezone.now(), km)
+    end = arrival + timedelta(minutes=5)
+    window = {"start": iso(end - timedelta(minutes=60)), "end": iso(end)}
+    edited(patch(api, drop_id, {"dropoff_window": window}, alice.sandbox_key))
+
+    error = assert_rejected(
+        patch(api, drop_id, {"dropoff": AIRPORT}, alice.sandbox_key), "INVALID_TIME_WINDOW"
+    )
+
+    assert "earliest possible arrival" in error["message"]
+    assert [d["field"] for d in error["details"]] == [
+        "dropoff.lat",
+        "dropoff.long",
+        "dropoff.address",
+    ]
+    assert (Drop.objects.get(pk=drop_id).lat, len(updates_of(drop_id))) == (drop.lat, 1)
