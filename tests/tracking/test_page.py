@@ -30,8 +30,8 @@ from tracking.page_data import STATUS_WORDS
 from tracking.proof import photo_url
 
 S = DropStatus
-ACTIVE = [S.SCHEDULED, S.PENDING, S.ASSIGNED, S.PICKED_UP]
-FINISHED = [S.DELIVERED, S.FAILED, S.CANCELLED]
+ACTIVE = [S.SCHEDULED, S.PENDING, S.ASSIGNED, S.PICKED_UP, S.RETURNING]
+FINISHED = [S.DELIVERED, S.FAILED, S.RETURNED, S.CANCELLED]
 PNG = (
     Path(__file__).resolve().parents[2] / "tracking" / "assets" / "sandbox-proof.png"
 ).read_bytes()
@@ -301,6 +301,25 @@ def test_a_failed_drop_says_why_in_words(open_for_business, alice, web):
     assert "Delivery failed" in body
     assert '<div class="failure" data-reason="ADDRESS_NOT_FOUND">' in body
     assert "The courier could not find the address." in body
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (S.RETURNING, "Delivery failed: returning to the sender"),
+        (S.RETURNED, "Returned to the sender"),
+    ],
+)
+def test_a_failed_drop_on_its_way_back_says_so_and_why_it_failed(
+    open_for_business, alice, web, status, words
+):
+    row = drop_in(status, business=alice.business)
+    Drop.objects.filter(pk=row.pk).update(failure_reason=FailureReason.REFUSED)
+
+    body = html(web.get(page_path(row)))
+
+    assert f'<h1 class="tracking-status status-{status.lower()}">{words}</h1>' in body
+    assert "The parcel was refused at the door." in body
 
 
 def test_a_cancelled_drop_says_so(open_for_business, alice, web):
