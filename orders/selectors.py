@@ -28,8 +28,9 @@ def batch_detail(*, business, environment: str, batch_id: uuid.UUID) -> dict | N
     )
     if row is None:
         return None
-    data = orjson.loads(bytes(row[0]))["data"]
-    data["status"] = row[1]
+    response, status = row
+    data = orjson.loads(bytes(response))["data"]
+    data["status"] = status
     statuses = dict(batch_drops(batch_id).values_list("id", "status"))
     for entry in data["orders"]:
         if entry["status"] == "accepted":
