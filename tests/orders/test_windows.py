@@ -176,3 +176,19 @@ def test_a_quote_decides_windows_as_bulk_does(open_for_business, alice, api):
     assert fields_of(api.post("/orders/quote", malformed, alice.sandbox_key)) == [
         f"{PATH}.dropoff_window.end"
     ]
+
+
+def test_a_window_read_before_does_not_excuse_a_later_drop_s_mistakes(alice, api):
+    """Times already read are not read again (orders.inputs._Errors.moments): a later drop
+    sending the same times with another field, or one bad end, is still refused."""
+    good = windowed("W-1", start=40, end=100)
+    extra = windowed("W-2", start=40, end=100)
+    extra["dropoff_window"]["zone"] = "Asia/Phnom_Penh"
+    half = windowed("W-3", start=40, end=100)
+    half["dropoff_window"]["end"] = half["dropoff_window"]["end"].rstrip("Z")
+    response = api.bulk(batch(group(good, extra, half)), alice.sandbox_key)
+    assert fields_of(response) == [
+        "orders[0].dropoff[1].dropoff_window",
+        "orders[0].dropoff[2].dropoff_window.end",
+    ]
+    assert_nothing_stored()
