@@ -77,7 +77,11 @@ class OrderEditViewSet(viewsets.ViewSet):
     """PATCH /orders/<drop_id> (docs/contract.md §17)."""
 
     lookup_url_kwarg = "drop_id"
-    lookup_value_regex = "[^/]+"
+    # Only a UUID is a drop's address: any other /orders/<word> stays an unknown path (a 404
+    # in the envelope for every method), not a 405 of this route.
+    lookup_value_regex = (
+        "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+    )
 
     @EDIT
     def partial_update(self, request, drop_id=None):
