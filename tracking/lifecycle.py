@@ -178,11 +178,10 @@ def apply_moves(
     at = at or timezone.now()
     for drop in drops:
         path = steps(drop.status)
-        if not path or not _legal_path(drop, path):
-            result.refused[drop.pk] = drop.status
-            continue
-        taken = _path_and_fields(drop, path, outcome, result, wrong_pins, at)
-        if taken is None:  # a delivery waiting for its PIN
+        # Refused: no move from here, an illegal one, or a delivery waiting for its PIN.
+        taken = path and _legal_path(drop, path)
+        taken = taken and _path_and_fields(drop, path, outcome, result, wrong_pins, at)
+        if not taken:
             result.refused[drop.pk] = drop.status
             continue
         path, finish = taken
@@ -199,11 +198,7 @@ def apply_moves(
         Drop.objects.filter(pk__in=wrong_pins).update(pin_attempts=F("pin_attempts") + 1)
     DeliveryEvent.objects.bulk_create(events)
     if driver is not None and assigned_orders:
-        # Orders are shared by the drops of a pickup group, which two movers may move at
-        # once: lock them in pk order, as the drops above, or their UPDATEs can deadlock.
-        orders = Order.objects.select_for_update().filter(pk__in=assigned_orders)
-        list(orders.order_by("pk").values_list("pk", flat=True))
-        orders.update(driver=driver)
+        _drive(assigned_orders, driver)
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
@@ -215,6 +210,14 @@ def apply_moves(
     _record_status_changes(result.moved, paths, at)
     record_window_alerts(window_alerts, at)
     return result
+
+
+def _drive(order_ids: set[UUID], driver) -> None:
+    # Orders are shared by the drops of a pickup group, which two movers may move at once:
+    # lock them in pk order, as apply_moves locks the drops, or their UPDATEs can deadlock.
+    orders = Order.objects.select_for_update().filter(pk__in=order_ids)
+    list(orders.order_by("pk").values_list("pk", flat=True))
+    orders.update(driver=driver)
 
 
 def _path_and_fields(
