@@ -60,10 +60,27 @@ def django_db_modify_db_settings(postgres_cluster):
 
 
 @pytest.fixture(scope="session")
-def collected_static(tmp_path_factory):
-    """collectstatic once for the whole suite, into a STATIC_ROOT of its own: every file
-    hashed and compressed takes ~30 s, and the tests that serve pages under gunicorn with
-    DEBUG off (as production does) all read the same output."""
+def collected_static(tmp_path_factory, worker_id):
+    """collectstatic once for the whole run, into a STATIC_ROOT of its own: the tests that
+    serve pages under gunicorn with DEBUG off (as production does) all read the same output.
+    Every file hashed and compressed costs a minute of CPU on this machine, so under
+    `make test`'s two processes the first that needs it collects and the other waits for
+    it (a lock in the run's shared temporary folder), instead of doing it again."""
+    import fcntl
+
+    if worker_id == "master":  # one process: nobody to share with
+        return _collect_static(tmp_path_factory.mktemp("static"))
+    shared = tmp_path_factory.getbasetemp().parent  # the same for every process of the run
+    root, done = shared / "static", shared / "static.collected"
+    with (shared / "static.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():  # else the other process collected it
+            _collect_static(root)
+            done.touch()
+    return root
+
+
+def _collect_static(root):
     import os
     import secrets
     import subprocess
@@ -72,7 +89,6 @@ def collected_static(tmp_path_factory):
 
     from django.conf import settings
 
-    root = tmp_path_factory.mktemp("static")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(root.parent),
