@@ -215,9 +215,9 @@ def order_edit(request, pk: uuid.UUID):
     """Edit an active drop's fields (docs/dashboard.md): the API's PATCH /orders/<drop_id>,
     its parsing and its service, for the drop's own environment."""
     drop = get_object_or_404(Drop, pk=pk, business=request.business)
-    if not drop.is_active:
-        # Nothing to edit, and the page says so with the API's status for it.
-        return _edit_page(request, drop, None, status=409)
+    if closed := _closed_to_edits(request.business, drop):
+        status, why = closed
+        return _edit_page(request, drop, None, status=status, closed=why)
     if request.method != "POST":
         return _edit_page(request, drop, OrderEditForm(drop=drop))
     if not spend_key_form_token(request):
@@ -245,7 +245,28 @@ def order_edit(request, pk: uuid.UUID):
     return redirect("dashboard:order", pk=drop.pk)
 
 
-def _edit_page(request, drop: Drop, form: OrderEditForm | None, *, status: int = 200, refusal=None):
+def _closed_to_edits(business: Business, drop: Drop) -> tuple[int, str] | None:
+    """Why no edit of this drop can be made here, with the API's status for it: a finished
+    drop, or the API's own gates on the account (accounts/permissions.py); None if it can."""
+    if not drop.is_active:
+        status = drop.get_status_display().lower()
+        return 409, f"{drop.client_order_id} is {status}: only an active order can be edited."
+    if business.is_suspended or not business.can_use_sandbox:
+        return 403, "This account is suspended: its orders cannot be edited."
+    if drop.environment == Environment.LIVE and not business.is_live:
+        return 403, "Live access is not enabled for this account: its live orders cannot be edited."
+    return None
+
+
+def _edit_page(
+    request,
+    drop: Drop,
+    form: OrderEditForm | None,
+    *,
+    status: int = 200,
+    refusal: ApiError | None = None,
+    closed: str = "",
+):
     return render(
         request,
         "dashboard/order_edit.html",
@@ -255,6 +276,7 @@ def _edit_page(request, drop: Drop, form: OrderEditForm | None, *, status: int =
             "form_token": new_key_form_token(request) if form is not None else "",
             "before_pickup": drop.status in INITIAL_STATUSES,
             "refusal": refusal,
+            "closed": closed,
         },
         status=status,
     )

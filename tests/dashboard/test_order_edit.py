@@ -374,6 +374,34 @@ def test_a_finished_order_has_no_edit_link_and_refuses_an_edit(
     assert updates_of(drop_id) == []
 
 
+@pytest.mark.parametrize(
+    ("stage", "environment", "words"),
+    [
+        ("SUSPENDED", "sandbox", "This account is suspended: its orders cannot be edited."),
+        (
+            "APPROVED",
+            "live",
+            "Live access is not enabled for this account: its live orders cannot be edited.",
+        ),
+    ],
+    ids=["suspended", "live-access-off"],
+)
+def test_the_apis_account_gates_hold_on_the_page(
+    open_for_business, alice, alice_web, api, stage, environment, words
+):
+    drop_id = place(api, alice.key(environment), "ED-1")["ED-1"]
+    form = form_of(alice_web, drop_id)
+    type(alice.business).objects.filter(pk=alice.business.pk).update(stage=stage)
+
+    response = send(alice_web, drop_id, form, notes="Not now")
+
+    assert response.status_code == 403  # as the API answers this account's key
+    assert words in page_of(response)
+    assert alice_web.get(f"/orders/{drop_id}/edit/").status_code == 403
+    assert Drop.objects.get(pk=drop_id).notes is None
+    assert patch(api, drop_id, {"notes": "Not now"}, alice.key(environment)).status_code == 403
+
+
 def test_an_active_order_links_to_edit_and_cancel(open_for_business, alice, alice_web, api):
     drop_id = place(api, alice.sandbox_key, "ED-1")["ED-1"]
     page = page_of(alice_web.get(f"/orders/{drop_id}/"))
