@@ -13,6 +13,7 @@ from core.api import ApiError, envelope
 from core.handlers import unknown_path
 from core.openapi import DocsView, SchemaView
 from events.api import EventViewSet, WebhookEndpointViewSet
+from fleet.api import VehicleTypeViewSet
 from geo.api import ServiceAreaViewSet
 from orders.api import BatchViewSet, OrderViewSet
 from tracking.api import OrderEditViewSet, OrderListViewSet, SandboxViewSet, TrackingViewSet
@@ -28,6 +29,7 @@ router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")
 router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
+router.register("vehicle-types", VehicleTypeViewSet, basename="vehicle-types")
 router.register("events", EventViewSet, basename="events")
 router.register("webhook-endpoints", WebhookEndpointViewSet, basename="webhook-endpoints")
 

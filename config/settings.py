@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     # (docs/architecture.md; tests/test_layers.py holds the code to it).
     "core",
     "geo",
+    "fleet",
     "accounts",
     "events",
     "billing",

@@ -1,3 +1,11 @@
 """Registers the operator console's pages: one module per area of the business."""
 
-from console import businesses, coverage, history, money, orders, places  # noqa: F401 -- registers
+from console import (  # noqa: F401 -- registers
+    businesses,
+    coverage,
+    fleet,
+    history,
+    money,
+    orders,
+    places,
+)

@@ -13,7 +13,10 @@ from django.test import Client
 
 groups_migration = importlib.import_module("accounts.migrations.0005_operator_groups")
 # Later grants to the groups, each a migration of its own.
-later_grants = [importlib.import_module("geo.migrations.0003_load_places_permission")]
+later_grants = [
+    importlib.import_module("geo.migrations.0003_load_places_permission"),
+    importlib.import_module("fleet.migrations.0002_seed_and_operators"),
+]
 
 
 def ensure_operator_groups() -> None:

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     "core",
     "geo",
+    "fleet",
     "accounts",
     "events",
     "billing",

@@ -23,6 +23,7 @@ OPERATIONS = {
     ("/api/v1/sandbox/orders/advance", "post"),
     ("/api/v1/account", "get"),
     ("/api/v1/service-areas", "get"),
+    ("/api/v1/vehicle-types", "get"),
     ("/api/v1/events", "get"),
     ("/api/v1/webhook-endpoints", "get"),
     ("/api/v1/webhook-endpoints", "post"),
