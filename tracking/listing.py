@@ -169,26 +169,7 @@ def page_keys(
 ) -> QuerySet:
     """(id, sort time) of up to limit + 1 drops after `after`, in listing order (one query)."""
     order = ("key", "id") if filters.by_change else ("-key", "-id")
-    rows = Drop.objects.filter(business=business).order_by()
-    # A batch's drops are found through its orders (orders.models.Drop.batch).
-    if filters.batch_id is not None:
-        rows = rows.filter(order__batch_id=filters.batch_id)
-    if filters.batch_ids:
-        rows = rows.filter(order__batch_id__in=list(filters.batch_ids))
-    if filters.created_since is not None:
-        rows = rows.filter(created_at__gte=filters.created_since)
-    if filters.created_before is not None:
-        rows = rows.filter(created_at__lt=filters.created_before)
-    # Newest first, each branch below reads one window status's own index range (an IN list
-    # beside it would make the planner sort each range). A batch's drops are a bounded few;
-    # the API refuses window_status with updated_since (tracking/inputs.py).
-    some_windows = Q(window_status__in=list(filters.window_statuses))
-    if filters.search:
-        rows = rows.filter(
-            Q(client_order_id__icontains=filters.search)
-            | Q(external_waybill__icontains=filters.search)
-            | Q(recipient_name__icontains=filters.search)
-        )
+    rows = _narrowed(Drop.objects.filter(business=business).order_by(), filters)
     statuses = list(filters.statuses) or list(DropStatus.values)
     sort = "updated_at" if filters.by_change else "created_at"
 
@@ -208,36 +189,64 @@ def page_keys(
     if filters.in_batches or not connection.features.supports_slicing_ordering_in_compound:
         rows = rows.filter(environment__in=list(environments), status__in=statuses)
         if filters.window_statuses:
-            rows = rows.filter(some_windows)
+            rows = rows.filter(window_status__in=list(filters.window_statuses))
         return keyed(rows, sort)[: limit + 1]
     # Each branch reads at most one page from its own index range, in key order; the
     # union keeps the first limit + 1 of those. A page reads (branches × page) index entries.
-    branches = []
-    for environment in environments:
-        for status in statuses:
-            branch = rows.filter(environment=environment, status=status)
-            if filters.window_statuses and not filters.by_change:
-                # One range of drop_listing_by_window per window status, in created order.
-                for window_status in filters.window_statuses:
-                    windowed = branch.filter(window_status=window_status)
-                    branches.append(keyed(windowed, "created_at")[: limit + 1])
-                continue
-            if filters.window_statuses:  # the sync order: not from the API
-                branch = branch.filter(some_windows)
-            if not filters.by_change:
-                branches.append(keyed(branch, "created_at")[: limit + 1])
-                continue
-            # By change: the drops changed since created from the index that holds only
-            # those (drop_listing_by_change); a drop still as created has updated_at =
-            # created_at, so in a status it can be created in, those are read in created
-            # order from the other index, the changed ones of that status skipped there.
-            branches.append(keyed(branch.exclude(UNCHANGED_SINCE_CREATED), sort)[: limit + 1])
-            if status in INITIAL_STATUSES:
-                unchanged = branch.filter(updated_at=F("created_at"))
-                branches.append(keyed(unchanged, "created_at")[: limit + 1])
+    branches = [
+        part[: limit + 1]
+        for environment in environments
+        for status in statuses
+        for part in _ranges(
+            rows.filter(environment=environment, status=status), status, filters, keyed
+        )
+    ]
     if len(branches) == 1:
         return branches[0]
     return branches[0].union(*branches[1:], all=True).order_by(*order)[: limit + 1]
+
+
+def _narrowed(rows: QuerySet, filters: DropFilters) -> QuerySet:
+    """The drops that the filters other than status and environment leave."""
+    # A batch's drops are found through its orders (orders.models.Drop.batch).
+    if filters.batch_id is not None:
+        rows = rows.filter(order__batch_id=filters.batch_id)
+    if filters.batch_ids:
+        rows = rows.filter(order__batch_id__in=list(filters.batch_ids))
+    if filters.created_since is not None:
+        rows = rows.filter(created_at__gte=filters.created_since)
+    if filters.created_before is not None:
+        rows = rows.filter(created_at__lt=filters.created_before)
+    if filters.search:
+        rows = rows.filter(
+            Q(client_order_id__icontains=filters.search)
+            | Q(external_waybill__icontains=filters.search)
+            | Q(recipient_name__icontains=filters.search)
+        )
+    return rows
+
+
+def _ranges(branch: QuerySet, status: str, filters: DropFilters, keyed) -> list[QuerySet]:
+    """The index ranges that hold one (environment, status)'s drops, each in listing order."""
+    if filters.window_statuses and not filters.by_change:
+        # One range of drop_listing_by_window per window status, in created order (an IN list
+        # beside it would make the planner sort each range).
+        return [
+            keyed(branch.filter(window_status=window_status), "created_at")
+            for window_status in filters.window_statuses
+        ]
+    if filters.window_statuses:  # the sync order: the API refuses it (tracking/inputs.py)
+        branch = branch.filter(window_status__in=list(filters.window_statuses))
+    if not filters.by_change:
+        return [keyed(branch, "created_at")]
+    # By change: the drops changed since created from the index that holds only those
+    # (drop_listing_by_change); a drop still as created has updated_at = created_at, so in a
+    # status it can be created in, those are read in created order from the other index, the
+    # changed ones of that status skipped there.
+    ranges = [keyed(branch.exclude(UNCHANGED_SINCE_CREATED), "updated_at")]
+    if status in INITIAL_STATUSES:
+        ranges.append(keyed(branch.filter(updated_at=F("created_at")), "created_at"))
+    return ranges
 
 
 def sync_horizon() -> datetime:
