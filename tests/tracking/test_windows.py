@@ -229,6 +229,12 @@ def test_the_window_filter_pages_with_a_cursor_and_other_filters(
         f"W-{i}" for i in range(5)
     ]
     assert listed(api, alice, "window_status=on_track&status=DELIVERED") == []
+    # Within one batch (read through its own index): the same filter, row by row.
+    batch_id = Drop.objects.get(client_order_id="W-0").batch_id
+    assert listed(api, alice, f"window_status=on_track&batch_id={batch_id}") == [
+        f"W-{i}" for i in range(5)
+    ]
+    assert listed(api, alice, f"window_status=met&batch_id={batch_id}") == []
 
 
 def test_notes_never_reach_the_recipients_page(open_for_business, alice, api):
