@@ -10,6 +10,7 @@ from django.db.models import F, Q
 
 from accounts.models import Environment
 from core.ids import uuid7
+from fleet.models import DEFAULT_VEHICLE, ParcelSize
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
 
@@ -245,6 +246,10 @@ class Order(models.Model):
     pickup_resolved = models.BooleanField(default=False, help_text="Pin came from the geocoder.")
     pickup_scheduled_at = models.DateTimeField(null=True, blank=True)
     driver = models.ForeignKey(Driver, null=True, blank=True, on_delete=models.PROTECT)
+    # The vehicle type's code (fleet.VehicleType, docs/contract.md §18), checked against the
+    # active types when the batch is read. A code, not a foreign key: types are never deleted
+    # (the console forbids it), and the batch's COPY stays free of a check per order.
+    vehicle = models.CharField(max_length=20, default=DEFAULT_VEHICLE, db_default=DEFAULT_VEHICLE)
     created_at = models.DateTimeField()
 
     class Meta:
@@ -343,6 +348,21 @@ class Drop(models.Model):
     return_received_by = models.CharField(  # noqa: DJ001
         "return received by", max_length=200, null=True, blank=True
     )
+    # What is carried (docs/contract.md §18): size S to XL, weight in kg; what it is and is
+    # worth, as the business says. Defaults are the contract's (S, 1 kg).
+    parcel_size = models.CharField(
+        max_length=2, choices=ParcelSize.choices, default=ParcelSize.S, db_default=ParcelSize.S
+    )
+    parcel_weight_kg = models.DecimalField(
+        max_digits=8, decimal_places=3, default=Decimal("1"), db_default=Decimal("1")
+    )
+    parcel_description = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    parcel_value = models.DecimalField(**MONEY, null=True, blank=True)
+    # Cash on delivery: what the courier collects at the door, the fee it added to `price`
+    # (price = delivery + cod_fee), and when the cash was taken (the DELIVERED move).
+    cod_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    cod_fee = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
+    cod_collected_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
