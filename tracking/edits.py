@@ -38,7 +38,7 @@ from orders.decisions import (
     phone_is_valid,
 )
 from orders.inputs import Place
-from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop
+from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop, SandboxScenario
 from orders.windows import EtaTerms
 from tracking.edit_inputs import (
     BEFORE_PICKUP,
@@ -254,7 +254,8 @@ _CURRENT = {
     "undeliverable_action": lambda drop: drop.undeliverable_action,
     "client_order_id": lambda drop: drop.client_order_id,
     "dropoff_verification": lambda drop: drop.dropoff_pin is not None,
-    "sandbox_scenario": lambda drop: drop.sandbox_scenario,
+    # No scenario is the manual one (docs/sandbox.md): sent back as "manual", it is unchanged.
+    "sandbox_scenario": lambda drop: drop.sandbox_scenario or SandboxScenario.MANUAL,
 }
 _COLUMNS_OF = {
     "dropoff.name": lambda value: {"recipient_name": value},
@@ -277,6 +278,8 @@ def _changed_fields(drop: Drop, change: DropChange) -> set[str]:
     for name, value in change.values.items():
         if name == "dropoff_verification":
             value = _wants_pin(value)
+        elif name == "sandbox_scenario" and value is None:
+            value = SandboxScenario.MANUAL
         if value != _CURRENT[name](drop):
             changed.add(name)
     new = change.location

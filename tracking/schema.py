@@ -346,11 +346,6 @@ class EditedRecipient(serializers.Serializer):
     )
 
 
-class EditedWindow(serializers.Serializer):
-    start = serializers.DateTimeField(help_text="ISO 8601 with a time zone.")
-    end = serializers.DateTimeField(help_text="ISO 8601 with a time zone.")
-
-
 _NEVER = "Never changes: sent unchanged it is ignored, changed it is 409 NOT_EDITABLE."
 
 
@@ -365,7 +360,7 @@ class DropEdit(serializers.Serializer):
     )
     notes = optional_text(MAX_NOTES, help_text='For the courier; null or "" removes them.')
     external_waybill = optional_text(MAX_WAYBILL, help_text="null removes it.")
-    dropoff_window = EditedWindow(
+    dropoff_window = DropoffWindow(
         required=False, allow_null=True, help_text="SCHEDULED or PENDING only; null removes it."
     )
     undeliverable_action = serializers.ChoiceField(

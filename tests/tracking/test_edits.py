@@ -102,7 +102,12 @@ def test_an_edit_that_changes_nothing_writes_nothing_and_tells_nothing(
 ):
     drop_id = put_in(api, alice.sandbox_key, "E-1", S.PENDING)
     before = Drop.objects.get(pk=drop_id)
-    same = {"dropoff": {"name": "Recipient", **HOME}, "client_order_id": "E-1"}
+    same = {
+        "dropoff": {"name": "Recipient", **HOME},
+        "client_order_id": "E-1",
+        "dropoff_verification": {"pin": False},
+        "sandbox_scenario": "manual",
+    }
 
     for body in ({}, same, {"external_waybill": None}):
         entry = edited(patch(api, drop_id, body, alice.sandbox_key))
