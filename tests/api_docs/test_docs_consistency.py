@@ -20,8 +20,10 @@ from rest_framework import exceptions
 
 from core.api import _DRF_CODES, MAX_JSON_DEPTH
 from events.endpoints import EndpointRefused
+from events.models import EventType
 from orders.api import refusal_status
 from orders.errors import BatchRefused
+from orders.models import DropStatus
 from tracking.listing import SYNC_MARGIN
 
 ROOT = Path(settings.BASE_DIR)
@@ -153,6 +155,9 @@ def test_the_guide_is_served_beside_the_schema():
     assert "(webhooks.md)" in GUIDE.read_text()
     webhooks = client.get("/api/v1/guide/webhooks.md")
     assert webhooks.content == (ROOT / "docs" / "webhooks.md").read_bytes()
+    changelog = client.get("/api/v1/guide/changelog.md")
+    assert changelog.content == (ROOT / "docs" / "changelog.md").read_bytes()
+    assert "(changelog.md)" in GUIDE.read_text()
     missing = client.get("/api/v1/guide/deployment.md")  # an operator's, not an integrator's
     assert missing.status_code == 404
     assert orjson.loads(missing.content)["error"]["code"] == "NOT_FOUND"
@@ -218,3 +223,19 @@ def test_base_means_the_api_root_in_every_guide():
     ]
     assert len(settings_of_base) >= 4  # README, api.md, sandbox.md, webhooks.md
     assert [s for s in settings_of_base if not s[1].endswith("/api/v1")] == []
+
+
+def test_the_changelog_names_every_status_event_and_error_a_client_can_meet():
+    """A client reading the change log meets every status, event type and error code that
+    came after the first version (they are all named in it, with what an older client sees)."""
+    text = (ROOT / "docs" / "changelog.md").read_text()
+    first_version = {
+        "SCHEDULED", "PENDING", "ASSIGNED", "PICKED_UP", "DELIVERED", "FAILED", "CANCELLED",
+        "batch.created", "order.status_changed", "wallet.balance_low", "invoice.issued",
+        "webhook.test",
+    }  # fmt: skip
+    later = [s.value for s in DropStatus] + [e.value for e in EventType]
+    missing = [name for name in later if name not in first_version and name not in text]
+    assert missing == [], f"docs/changelog.md does not name {missing}"
+    for code in ("NOT_EDITABLE", "EDIT_REJECTED", "INVALID_TIME_WINDOW"):
+        assert code in text
