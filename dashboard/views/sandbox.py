@@ -19,7 +19,7 @@ from orders.api import base_url_of
 from orders.errors import BatchRefused
 from orders.inputs import parse_batch
 from orders.links import drop_tracking_url
-from orders.models import Drop, DropStatus
+from orders.models import Drop, DropStatus, UndeliverableAction
 from orders.services import BatchResult, create_batch
 from tracking.scenarios import sample_batch_body, scenario_body
 from tracking.services import advance_sandbox_orders
@@ -68,6 +68,10 @@ def _refusal_words(entry: dict, *, to: str) -> str:
     if entry["error"]["code"] == "NOT_FOUND":
         return "no sandbox order with this id."
     where = f"to {DropStatus(to).label.lower()}" if to else "further"
+    if to in (DropStatus.RETURNING, DropStatus.RETURNED) and (
+        entry.get("undeliverable_action") == UndeliverableAction.DISPOSE
+    ):  # docs/contract.md §19
+        return f"it is to be disposed of if undeliverable, so it never moves {where}."
     return f"it is {DropStatus(entry['status']).label.lower()}, so it cannot move {where}."
 
 

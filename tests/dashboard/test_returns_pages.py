@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from orders.models import DropStatus
+from orders.models import Drop, DropStatus, UndeliverableAction
 from tests.tracking.helpers import advance, place
 
 S = DropStatus
@@ -61,3 +61,18 @@ def test_the_sandbox_console_walks_a_drop_back(open_for_business, alice, alice_w
     assert response.status_code == 200
     tracked = api.track(["C-1"], alice.sandbox_key).json()["data"]["orders"][0]
     assert tracked["status"] == S.RETURNED
+
+
+def test_the_sandbox_console_says_why_a_drop_to_dispose_of_never_returns(
+    open_for_business, alice, alice_web, api
+):
+    ids = place(api, alice.sandbox_key, "D-1")
+    Drop.objects.filter(pk=ids["D-1"]).update(undeliverable_action=UndeliverableAction.DISPOSE)
+
+    response = alice_web.post("/sandbox/advance/", {"client_order_id": "D-1", "to": "RETURNED"})
+
+    assert (
+        "D-1</span>: it is to be disposed of if undeliverable, so it never moves to returned."
+        in (" ".join(response.content.decode().split()))
+    )
+    assert Drop.objects.get(pk=ids["D-1"]).status == S.PENDING
