@@ -36,6 +36,14 @@ class PricingPlan(models.Model):
         db_default=Decimal("50.00"),
         help_text="Charged when a failed drop is back at its pickup (RETURNED), in % of its price.",
     )
+    # The fee of a cash-on-delivery drop, as a share of the cash to collect (docs/contract.md §18).
+    cod_fee_percent = models.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        default=Decimal("1.00"),
+        db_default=Decimal("1.00"),
+        help_text="Added to a COD drop's price, in % of the cash to collect.",
+    )
 
     class Meta:
         constraints = [
@@ -46,6 +54,10 @@ class PricingPlan(models.Model):
             models.CheckConstraint(
                 condition=Q(return_fee_percent__gte=0) & Q(return_fee_percent__lte=100),
                 name="pricing_plan_return_fee_percent_0_100",
+            ),
+            models.CheckConstraint(
+                condition=Q(cod_fee_percent__gte=0) & Q(cod_fee_percent__lte=100),
+                name="pricing_plan_cod_fee_percent_0_100",
             ),
         ]
 
@@ -194,3 +206,82 @@ class InvoiceLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.description} {self.amount}"
+
+
+class CodKind(models.TextChoices):
+    COLLECTED = "COLLECTED", "Collected"
+    REMITTED = "REMITTED", "Remitted"
+    CREDITED_TO_WALLET = "CREDITED_TO_WALLET", "Credited to wallet"
+
+
+class CodAccount(models.Model):
+    """The cash couriers collected for one business in one environment (docs/contract.md §18).
+
+    Separate from the wallet: `owed` is what we hold for the business, the sum of its COD
+    entries, never below zero. Its row is the COD lock: a collection, a payout and a credit
+    to the wallet of one account take it in turn. Made on first use.
+    """
+
+    business = models.ForeignKey(
+        "accounts.Business", on_delete=models.CASCADE, related_name="cod_accounts"
+    )
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    owed = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "COD account"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "environment"], name="cod_account_per_environment"
+            ),
+            models.CheckConstraint(condition=Q(owed__gte=0), name="cod_owed_non_negative"),
+        ]
+        permissions = [("remit_cod", "Can record a payout of collected cash (COD)")]
+
+    def __str__(self) -> str:
+        return f"{self.business} {self.environment} COD"
+
+
+class CodEntry(models.Model):
+    """A signed movement of a COD account: a new row, never an edit. owed = sum(amount).
+
+    COLLECTED (+, one per delivered COD drop: a partial unique index), REMITTED (−, an
+    operator's payout with its reference), CREDITED_TO_WALLET (−, with the wallet's TOP_UP).
+    """
+
+    account = models.ForeignKey(CodAccount, on_delete=models.PROTECT, related_name="entries")
+    kind = models.CharField(max_length=20, choices=CodKind.choices)
+    amount = models.DecimalField(**MONEY)
+    owed_after = models.DecimalField(**MONEY)
+    drop = models.ForeignKey("orders.Drop", null=True, blank=True, on_delete=models.PROTECT)
+    reference = models.CharField(max_length=100, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = "COD entry"
+        verbose_name_plural = "COD entries"
+        indexes = [models.Index(fields=["account", "created_at"], name="cod_entry_when")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(owed_after__gte=0), name="cod_owed_after_non_negative"
+            ),
+            models.CheckConstraint(
+                condition=(Q(kind=CodKind.COLLECTED) & Q(amount__gt=0) & Q(drop__isnull=False))
+                | (~Q(kind=CodKind.COLLECTED) & Q(amount__lt=0)),
+                name="cod_entry_sign_by_kind",
+            ),
+            models.UniqueConstraint(
+                fields=["drop"],
+                condition=Q(kind=CodKind.COLLECTED),
+                name="cod_collected_once_per_drop",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount} → {self.owed_after}"
