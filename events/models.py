@@ -23,6 +23,9 @@ class EventType(models.TextChoices):
     ORDER_WINDOW_AT_RISK = "order.window_at_risk"
     WALLET_BALANCE_LOW = "wallet.balance_low"
     INVOICE_ISSUED = "invoice.issued"
+    # Cash collected on delivery leaving what we hold for the business (docs/contract.md §18).
+    COD_REMITTED = "cod.remitted"
+    COD_CREDITED = "cod.credited"
     WEBHOOK_TEST = "webhook.test"
 
 
