@@ -1,24 +1,29 @@
-"""GET /orders and /batches stay indexed: EXPLAIN of every list query on a 100,000-drop account.
+"""GET /orders, /batches and the dashboard's orders page stay indexed: EXPLAIN of every list
+query on a 100,000-drop account.
 
 The rows go in by COPY (core.writes.insert_rows) and the planner gets fresh statistics
 (ANALYZE), as autovacuum would give it on a live database; then no query shape of the
-listing may read the drops table from end to end.
+listing may read the drops table from end to end. The account is built once for the module's
+tests, in a transaction rolled back after the last of them.
 """
 
 from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
+from console.provisioning import provision_business
 from core.writes import insert_rows
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
 from orders.selectors import batch_drops, batch_rows, list_batches
 from orders.services import DropRow, OrderRow
+from tests.fixtures import Tenant
 from tracking.listing import DropFilters, list_drops, page_keys, sync_horizon
 
 pytestmark = pytest.mark.django_db
@@ -91,16 +96,27 @@ def load_drops(business, environment: str, count: int, rng: random.Random) -> li
     return batch_ids
 
 
-@pytest.fixture
-def big_account(alice, bob):
-    rng = random.Random(14)
-    batch_ids = load_drops(alice.business, "sandbox", DROPS, rng)
-    load_drops(alice.business, "live", 5 * PER_BATCH, rng)
-    load_drops(bob.business, "sandbox", 5 * PER_BATCH, rng)
-    with connection.cursor() as cursor:
-        for table in ("orders_drop", "orders_batch", "orders_order", "orders_deliveryevent"):
-            cursor.execute(f"ANALYZE {table}")
-    return alice, batch_ids
+@pytest.fixture(scope="module")
+def big_account(django_db_setup, django_db_blocker) -> Iterator[tuple[Tenant, list[uuid.UUID]]]:
+    """Alice (DROPS sandbox drops, a few thousand live) and her sandbox batch ids, Bob beside
+    her: built once for the module, the build being most of its time. Each test's own
+    transaction is a savepoint inside this one, so what a test writes goes when it ends, and
+    the accounts when the module does."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        tenants = []
+        for name in ("Alice", "Bob"):
+            made = provision_business(name=f"{name} Shop", email=f"{name.lower()}@plans.example")
+            tenants.append(Tenant(made.business, made.sandbox_key, made.live_key))
+        alice, bob = tenants
+        rng = random.Random(14)
+        batch_ids = load_drops(alice.business, "sandbox", DROPS, rng)
+        load_drops(alice.business, "live", 5 * PER_BATCH, rng)
+        load_drops(bob.business, "sandbox", 5 * PER_BATCH, rng)
+        with connection.cursor() as cursor:
+            for table in ("orders_drop", "orders_batch", "orders_order", "orders_deliveryevent"):
+                cursor.execute(f"ANALYZE {table}")
+        yield alice, batch_ids
+        transaction.set_rollback(True)
 
 
 PRINT_PLANS = False
@@ -189,6 +205,41 @@ def test_no_list_query_reads_the_whole_drops_table(big_account):
     if PRINT_PLANS:
         for shape, plan in plans.items():
             print(shape, plan, sep="\n")
+
+
+def test_no_dashboard_filter_reads_the_whole_drops_table(big_account):
+    """The orders page's filters: both environments, 25 a page."""
+    tenant, batch_ids = big_account
+    shapes = {
+        "search": DropFilters(search="p-5"),
+        "days": DropFilters(
+            created_since=START + timedelta(days=2), created_before=START + timedelta(days=3)
+        ),
+        "statuses and search": DropFilters(
+            statuses=(DropStatus.FAILED, DropStatus.PENDING), search="recipient"
+        ),
+        "two batches": DropFilters(batch_ids=tuple(batch_ids[40:42]), search="p-4"),
+        "everything": DropFilters(
+            statuses=(DropStatus.DELIVERED,),
+            created_since=START,
+            created_before=START + timedelta(days=20),
+            search="P-1",
+        ),
+    }
+    both = ["sandbox", "live"]
+    for name, filters in shapes.items():
+        page = list_drops(business=tenant.business, environments=both, filters=filters, limit=25)
+        assert page.orders, name
+        plan = page_keys(
+            business=tenant.business,
+            environments=both,
+            filters=filters,
+            after=None,
+            horizon=None,
+            limit=25,
+        ).explain()
+        assert "Seq Scan on orders_drop" not in plan, f"{name}:\n{plan}"
+        assert "Index" in plan, f"{name}:\n{plan}"
 
 
 def _position_of(entry: dict, filters: DropFilters) -> tuple[datetime, uuid.UUID]:
