@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from billing.cod import collect_cod
 from billing.services import charge_return_fees, lock_accounts
 from events.models import EventType
 from events.services import NewEvent, record_many
@@ -202,14 +203,21 @@ def apply_moves(
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
-    returned = [d for d in result.moved if d.status == DropStatus.RETURNED]
-    charge_return_fees(drops=returned, at=at)  # accounts locked first: _lock_accounts_of_returns
+    _settle_money(result.moved, at)
     # Each moved drop's window status, worked out afresh (docs/contract.md §17).
     window_alerts = refresh_windows(result.moved, at)
     # Last: the feed lock comes after the account lock a refund takes (events.services).
     _record_status_changes(result.moved, paths, at)
     record_window_alerts(window_alerts, at)
     return result
+
+
+def _settle_money(moved: list[Drop], at: datetime) -> None:
+    """The money of the moves, in their transaction: a returned drop's fee (its account was
+    locked first: _lock_accounts_of_returns), a delivered drop's cash collected (its COD
+    account locked last, after the drops' rows: billing/cod.py), docs/contract.md §18-19."""
+    charge_return_fees(drops=[d for d in moved if d.status == DropStatus.RETURNED], at=at)
+    collect_cod(drops=[d for d in moved if d.status == DropStatus.DELIVERED], at=at)
 
 
 def _drive(order_ids: set[UUID], driver) -> None:
@@ -239,6 +247,8 @@ def _path_and_fields(
         finish = (("failure_reason", outcome.failure_reason),)
     if path[-1] == DropStatus.RETURNED:
         finish += (("returned_at", at), ("return_received_by", outcome.return_received_by))
+    if path[-1] == DropStatus.DELIVERED and drop.cod_amount:
+        finish += (("cod_collected_at", at),)  # the courier took the cash (docs/contract.md §18)
     if path[-1] in OFF_THE_WAY:
         finish += (("courier_progress", None), ("scenario_next_at", None))
     return path, finish

@@ -1,0 +1,41 @@
+"""Helpers of the cash-on-delivery tests: drops with cash to collect, and the COD ledger's
+consistency (docs/contract.md §18)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db.models import Sum
+
+from billing.models import CodAccount, CodEntry
+from orders.models import Drop
+from tests.tracking.helpers import place
+
+
+def place_cod(api, key: str, amounts: dict[str, str]) -> dict[str, str]:
+    """Accept one drop per client_order_id and give each its cash to collect.
+
+    The amount is set on the stored row: the batch's `cod` input is the parcels work's
+    (orders/inputs.py), and the ledger only reads the drop's cod_amount.
+    """
+    ids = place(api, key, *amounts)
+    for client_order_id, amount in amounts.items():
+        Drop.objects.filter(pk=ids[client_order_id]).update(cod_amount=Decimal(amount))
+    return ids
+
+
+def assert_cod_consistent() -> None:
+    """Every COD account's owed is the sum of its entries, and each entry's owed_after
+    follows from the one before, never below zero."""
+    for account in CodAccount.objects.all():
+        total = account.entries.aggregate(total=Sum("amount"))["total"] or Decimal("0.00")
+        assert account.owed == total >= 0, account
+        owed = Decimal("0.00")
+        for entry in CodEntry.objects.filter(account=account).order_by("id"):
+            owed += entry.amount
+            assert entry.owed_after == owed >= 0, f"{entry} breaks the owed_after chain"
+
+
+def owed_of(tenant, environment: str = "sandbox") -> Decimal:
+    account = CodAccount.objects.filter(business=tenant.business, environment=environment).first()
+    return account.owed if account else Decimal("0.00")
