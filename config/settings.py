@@ -237,6 +237,8 @@ SANDBOX_STARTING_BALANCE = env_decimal(
 )
 MAX_BODY_BYTES = env_int("MAX_BODY_BYTES", default=10 * 1024 * 1024, minimum=1)
 MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
+# The most cash a courier collects for one drop (docs/contract.md §18, INVALID_COD).
+COD_MAX_AMOUNT = env_decimal("COD_MAX_AMOUNT", default="500.00", minimum=Decimal("0.01"), places=2)
 MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
 SUPPORT_EMAIL = env.str("SUPPORT_EMAIL", default="support@example.com")

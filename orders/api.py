@@ -18,7 +18,7 @@ from orders.errors import BatchRefused, QuoteNotFound
 from orders.inputs import BatchesQuery, BatchIn, idempotency_key_from, parse_batch
 from orders.schema import BATCH, BATCHES, BULK, QUOTE
 from orders.selectors import batch_detail, list_batches
-from orders.services import QuoteResult, create_batch, quote_batch
+from orders.services import QuoteResult, create_batch, price_breakdown, quote_batch
 
 # The HTTP status of each refusal of the batch service: a conflict with what was sent before,
 # but a quote that does not exist (docs/api.md, Errors).
@@ -84,7 +84,11 @@ def quote_data(result: QuoteResult) -> dict:
         drop = decision.drop
         entry = {"client_order_id": drop.client_order_id, "external_waybill": drop.external_waybill}
         if decision.accepted:
-            entry |= {"status": "quotable", "price": money(decision.price)}
+            entry |= {
+                "status": "quotable",
+                "price": money(decision.price),
+                "price_breakdown": price_breakdown(decision),
+            }
             entry |= decision.resolved_pins()
         else:
             entry |= {

@@ -12,19 +12,21 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from enum import IntEnum
 from functools import lru_cache
 from typing import Any
 
 import phonenumbers
+from django.conf import settings
 
 from billing.models import PricingPlan
-from billing.services import price_for
+from billing.services import CENT, price_for
+from fleet.models import SIZE_RANK, VehicleType
 from geo.geocoders import Pin, address_key, geocode_failed_message, unanswered_for
 from geo.geometry import DistancesFrom
 from geo.services import Coverage
-from orders.inputs import BatchIn, DropIn, Place
+from orders.inputs import MONEY_TEXT, BatchIn, DropIn, Place
 from orders.windows import EtaTerms
 
 
@@ -38,8 +40,10 @@ class Reason(IntEnum):
     SCHEDULE_IN_PAST = 5
     OUTSIDE_OPERATING_HOURS = 6
     INVALID_TIME_WINDOW = 7
-    DUPLICATE_CLIENT_ORDER_ID = 8
-    INSUFFICIENT_BALANCE = 9
+    PARCEL_TOO_LARGE = 8
+    INVALID_COD = 9
+    DUPLICATE_CLIENT_ORDER_ID = 10
+    INSUFFICIENT_BALANCE = 11
 
 
 MESSAGES = {
@@ -56,6 +60,9 @@ MESSAGES = {
     ): "The pickup time is outside the area's opening hours.",
     # The window's own problem is the message (orders.windows.EtaTerms.window_problem).
     (Reason.INVALID_TIME_WINDOW, "drop"): "The drop-off window cannot be kept.",
+    # Rules 8 and 9 say what is wrong in the decision's detail (parcel_problem, cod_problem).
+    (Reason.PARCEL_TOO_LARGE, "drop"): "The parcel does not fit the group's vehicle.",
+    (Reason.INVALID_COD, "drop"): "The cash-on-delivery amount is not allowed.",
     (
         Reason.DUPLICATE_CLIENT_ORDER_ID,
         "drop",
@@ -175,13 +182,20 @@ class DropDecision:
     located: Located
     reason: Reason | None = None
     side: str = ""  # "pickup" or "drop": whose rule failed, for the message
-    price: Decimal | None = None
+    price: Decimal | None = None  # the total: delivery + cod_fee (docs/contract.md §18)
+    cod_fee: Decimal = Decimal("0.00")
+    cod_amount: Decimal | None = None  # the cash to collect, once rule 9 passed it
     km: float | None = None  # from the pickup: worked out for a priced or windowed drop
     detail: str = ""  # what is wrong with the window (INVALID_TIME_WINDOW)
 
     @property
     def accepted(self) -> bool:
         return self.reason is None
+
+    @property
+    def delivery(self) -> Decimal | None:
+        """The price without the COD fee: the §7 formula × the vehicle's multiplier."""
+        return None if self.price is None else self.price - self.cod_fee
 
     @property
     def message(self) -> str:
@@ -216,14 +230,15 @@ class Decisions:
 
 
 class Decider:
-    """Rules 1–9 for a batch's drops in submission order, a run of drops at a time.
+    """Rules 1–11 for a batch's drops in submission order, a run of drops at a time.
 
     A batch writes its drops while the later ones are still being decided: each chunk is
     decided just before its rows are made (orders.services._drop_rows), so deciding
     overlaps with the database storing the chunk before (issue 18). Pickups are decided at
     once, up front: a pickup's failure rejects its whole group, and the groups' orders are
-    written before their drops. Rules 8–9 carry the balance left and the ids accepted from
-    one run to the next, so the runs decide exactly what one pass over the batch would.
+    written before their drops. Rules 8–11 carry the groups' loads, the balance left and the
+    ids accepted from one run to the next, so the runs decide exactly what one pass over the
+    batch would.
     """
 
     def __init__(
@@ -241,7 +256,7 @@ class Decider:
         self._pins = pins
         self._drops = [(index, drop) for index, g in enumerate(groups) for drop in g.drops]
         self._quoted = quoted_prices
-        self._charges = _Charges(state)
+        self._charges = _Charges(state, [g.vehicle for g in groups])
         self._done = 0
         self._now = now
         self._terms: EtaTerms | None = None  # read when the first window comes
@@ -296,49 +311,42 @@ def decide_batch(
     now: datetime,
     quoted_prices: list[Decimal | None] | None = None,
 ) -> Decisions:
-    """Rules 1–9 of docs/contract.md §4 for every drop, in submission order; no query, no write.
+    """Rules 1–11 of docs/contract.md §4 for every drop, in submission order; no query, no write.
 
     With `quoted_prices` (a quote's, docs/contract.md §12) a drop is charged its quoted price
-    instead of the plan's, and rule 9 weighs that price.
+    instead of the plan's, and rule 11 weighs that price.
     """
     decider = Decider(batch, pins, state, now, quoted_prices)
     return Decisions(batch, decider.next_drops(len(decider)), state)
 
 
 class _Charges:
-    """Rules 8–9 over drops given in submission order, in as many runs as they come.
+    """Rules 8–11 over drops given in submission order, in as many runs as they come.
 
-    Drops are priced and charged in order; an earlier accepted drop of the same batch takes
-    its client_order_id, and the balance never goes below zero.
+    A group's accepted weight grows drop by drop (rule 8's load limit); an earlier accepted
+    drop of the same batch takes its client_order_id; drops are priced and charged in order,
+    and the balance never goes below zero.
     """
 
-    __slots__ = ("accepted_ids", "origins", "remaining", "state")
+    __slots__ = ("accepted_ids", "loads", "origins", "remaining", "state", "vehicles")
 
-    def __init__(self, state: AccountState) -> None:
-        self.state, self.remaining = state, state.balance
+    def __init__(self, state: AccountState, vehicles: list[VehicleType]) -> None:
+        self.state, self.remaining, self.vehicles = state, state.balance, vehicles
         self.accepted_ids: set[str] = set()
         self.origins: dict[int, DistancesFrom] = {}
+        self.loads: dict[int, Decimal] = {}  # each group's accepted weight so far, in kg
 
     def apply(self, drops: list[DropDecision], quoted: list[Decimal | None] | None) -> None:
-        state, accepted_ids, origins = self.state, self.accepted_ids, self.origins
+        state, accepted_ids = self.state, self.accepted_ids
         remaining = self.remaining
         for decision, quoted_price in zip(drops, quoted or [None] * len(drops), strict=True):
-            if decision.reason is not None:  # refused by rules 1–7 already
+            if decision.reason is not None or not self._carried(decision):  # rules 1–9
                 continue
             client_order_id = decision.drop.client_order_id
             if client_order_id in state.taken or client_order_id in accepted_ids:
                 decision.reason, decision.side = Reason.DUPLICATE_CLIENT_ORDER_ID, "drop"
                 continue
-            price = quoted_price
-            if price is None:
-                km = decision.km
-                if km is None:
-                    origin = origins.get(decision.group)
-                    if origin is None:  # each pickup's own terms once, for all its drops
-                        origin = origins[decision.group] = DistancesFrom(*decision.pickup.pin)
-                    km = origin.km(*decision.located.pin)
-                    decision.km = km
-                price = price_for(state.plan, km)
+            price = self._price(decision, quoted_price)
             if state.charges_wallet and (state.owes or price > remaining):
                 side = "owed" if state.owes else "drop"
                 decision.reason, decision.side = Reason.INSUFFICIENT_BALANCE, side
@@ -347,7 +355,44 @@ class _Charges:
                 remaining -= price
             decision.price = price
             accepted_ids.add(client_order_id)
+            group = decision.group
+            self.loads[group] = self.loads.get(group, ZERO_KG) + decision.drop.weight_kg
         self.remaining = remaining
+
+    def _carried(self, decision: DropDecision) -> bool:
+        """Rules 8 and 9: the parcel fits the group's vehicle, with the group's accepted load
+        so far; the cash to collect is allowed. False (the reason noted) if not."""
+        drop = decision.drop
+        vehicle = self.vehicles[decision.group]
+        problem = parcel_problem(drop, vehicle, self.loads.get(decision.group, ZERO_KG))
+        if problem is not None:
+            decision.reason, decision.side, decision.detail = (
+                Reason.PARCEL_TOO_LARGE, "drop", problem
+            )  # fmt: skip
+            return False
+        if drop.cod is None:
+            return True
+        amount, problem = cod_problem(drop.cod)
+        if problem is not None:
+            decision.reason, decision.side, decision.detail = Reason.INVALID_COD, "drop", problem
+            return False
+        decision.cod_amount = amount
+        decision.cod_fee = cod_fee(self.state.plan, amount)
+        return True
+
+    def _price(self, decision: DropDecision, quoted_price: Decimal | None) -> Decimal:
+        """The drop's total: the quoted one (its COD fee inside it), or the §7 formula × the
+        vehicle's multiplier + the COD fee, each rounded half-up to cents."""
+        if quoted_price is not None:
+            decision.cod_fee = min(decision.cod_fee, quoted_price)
+            return quoted_price
+        if decision.km is None:
+            decision.km = self.km(decision)
+        multiplier = self.vehicles[decision.group].price_multiplier
+        delivery = price_for(self.state.plan, decision.km)
+        if multiplier != 1:
+            delivery = (delivery * multiplier).quantize(CENT, rounding=ROUND_HALF_UP)
+        return delivery + decision.cod_fee
 
     def km(self, decision: DropDecision) -> float:
         """The drop's distance from its pickup, each pickup's terms made once."""
@@ -355,6 +400,48 @@ class _Charges:
         if origin is None:
             origin = self.origins[decision.group] = DistancesFrom(*decision.pickup.pin)
         return origin.km(*decision.located.pin)
+
+
+ZERO_KG = Decimal("0")
+
+
+def parcel_problem(drop: DropIn, vehicle: VehicleType, load: Decimal) -> str | None:
+    """Rule 8 (docs/contract.md §18): why the parcel does not fit the vehicle, or None. `load`
+    is the weight of the group's drops accepted before this one."""
+    size, weight, code = drop.parcel_size, drop.weight_kg, vehicle.code
+    if SIZE_RANK[size] > SIZE_RANK[vehicle.max_parcel_size]:
+        return (
+            f"A size {size} parcel is larger than a {code} takes (up to {vehicle.max_parcel_size})."
+        )
+    if weight > vehicle.max_parcel_weight_kg:
+        return f"A parcel of {_kg(weight)} is over a {code}'s {_kg(vehicle.max_parcel_weight_kg)}."
+    if load + weight > vehicle.max_load_kg:
+        return (
+            f"With this parcel the pickup's accepted load would be {_kg(load + weight)}, "
+            f"over a {code}'s {_kg(vehicle.max_load_kg)}."
+        )
+    return None
+
+
+def _kg(weight: Decimal) -> str:
+    return f"{weight.normalize():f} kg"
+
+
+def cod_problem(amount: object) -> tuple[Decimal | None, str | None]:
+    """Rule 9 (docs/contract.md §18): the amount, or what is wrong with it."""
+    if not isinstance(amount, str) or not MONEY_TEXT.match(amount):
+        return None, 'cod.amount must be a money string with at most two decimals, e.g. "12.50".'
+    value = Decimal(amount)
+    if value <= 0:
+        return None, "cod.amount must be above zero."
+    if value > settings.COD_MAX_AMOUNT:
+        return None, f"cod.amount is over the most a courier collects ({settings.COD_MAX_AMOUNT})."
+    return value, None
+
+
+def cod_fee(plan: PricingPlan, amount: Decimal) -> Decimal:
+    """The plan's cod_fee_percent of the cash to collect, rounded half-up to cents."""
+    return (amount * plan.cod_fee_percent / 100).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
 def _check_served(coverage: Coverage, located: list[Located]) -> None:

@@ -9,9 +9,12 @@ bad phone or pin rejects only its own drop (see orders.decisions).
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import orjson
@@ -20,6 +23,7 @@ from rest_framework import serializers
 
 from core.api import MAX_ERROR_DETAILS, ApiError, validation_error
 from core.serializers import Input, QueryNumber
+from fleet.models import DEFAULT_VEHICLE, ParcelSize, VehicleType
 
 MAX_ID = 100
 MAX_NAME = 200
@@ -33,9 +37,20 @@ MAX_ADDRESS_FIELD_NAME = 50
 MAX_ADDRESS_CHARS = 1000  # names and values together
 MAX_BATCHES_PAGE = 500
 SANDBOX_SCENARIOS = ("manual", "deliver", "fail", "cancel_by_courier")
+MAX_VEHICLE_CODE = 20
 MAX_NOTES = 500  # the courier's instructions (docs/contract.md §17)
 UNDELIVERABLE_ACTIONS = ("return", "dispose")  # docs/contract.md §19; the first is the default
 _WINDOW_FIELDS = frozenset({"start", "end"})
+# A parcel (docs/contract.md §18): every field optional; size S and 1 kg when not said.
+PARCEL_FIELDS = frozenset({"size", "weight_kg", "description", "value"})
+PARCEL_SIZES = tuple(ParcelSize.values)
+DEFAULT_PARCEL_SIZE = ParcelSize.S.value
+DEFAULT_WEIGHT_KG = Decimal("1")
+MAX_WEIGHT_KG = Decimal("1000")
+GRAM = Decimal("0.001")
+MAX_PARCEL_DESCRIPTION = 200
+# A money string: digits, at most two decimals, at most what the money columns hold.
+MONEY_TEXT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?\Z")
 _EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
@@ -74,12 +89,35 @@ class DropIn:
     window: tuple[datetime, datetime] | None = None
     notes: str | None = None  # for the courier, never the recipient
     undeliverable_action: str = UNDELIVERABLE_ACTIONS[0]
+    parcel: ParcelIn | None = None  # None: the contract's default parcel (S, 1 kg)
+    # "cod": {"amount": …}: the amount as sent; whether it is allowed is rule 9 (INVALID_COD),
+    # a per-drop rejection, not a 400 (orders.decisions).
+    cod: Any = None
+
+    @property
+    def parcel_size(self) -> str:
+        return DEFAULT_PARCEL_SIZE if self.parcel is None else self.parcel.size
+
+    @property
+    def weight_kg(self) -> Decimal:
+        return DEFAULT_WEIGHT_KG if self.parcel is None else self.parcel.weight_kg
+
+
+@dataclass(frozen=True, slots=True)
+class ParcelIn:
+    size: str = DEFAULT_PARCEL_SIZE
+    weight_kg: Decimal = DEFAULT_WEIGHT_KG
+    description: str | None = None
+    value: Decimal | None = None
 
 
 @dataclass(slots=True)
 class GroupIn:
     pickup: PickupIn
     drops: list[DropIn]
+    # The pickup group's vehicle (docs/contract.md §18): an active type, read once per batch.
+    vehicle: VehicleType | None = None
+    vehicle_code: str = DEFAULT_VEHICLE  # as asked for (or the default)
 
 
 @dataclass(slots=True)
@@ -300,7 +338,63 @@ class _Errors:
             )
         return value if isinstance(value, str) else UNDELIVERABLE_ACTIONS[0]
 
+    def parcel(self, obj: dict, path: str) -> ParcelIn | None:
+        """`parcel`: absent or null, or an object of size, weight_kg, description, value."""
+        value = obj.get("parcel")
+        if value is None:
+            return None
+        where = f"{path}.parcel"
+        if not isinstance(value, dict):
+            self.add(where, 'Must be an object such as {"size": "M", "weight_kg": 2.5}.')
+            return None
+        unknown = sorted(set(value) - PARCEL_FIELDS)
+        if unknown:
+            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; {_PARCEL_KNOWN}.")
+            return None
+        size = value.get("size", DEFAULT_PARCEL_SIZE)
+        if size not in PARCEL_SIZES:
+            self.add(f"{where}.size", f"Must be one of {', '.join(PARCEL_SIZES)}.")
+        weight = self.weight(value, where)
+        described = self.text(value, "description", where, MAX_PARCEL_DESCRIPTION, required=False)
+        worth = value.get("value")
+        if worth is not None and not (isinstance(worth, str) and MONEY_TEXT.match(worth)):
+            self.add(f"{where}.value", 'Must be a money string such as "25.00".')
+            worth = None
+        if size not in PARCEL_SIZES or weight is None:
+            return None
+        return ParcelIn(size, weight, described or None, None if worth is None else Decimal(worth))
 
+    def weight(self, parcel: dict, where: str) -> Decimal | None:
+        """weight_kg: a number above 0 and at most MAX_WEIGHT_KG, kept to the gram."""
+        value = parcel.get("weight_kg")
+        if value is None:
+            return DEFAULT_WEIGHT_KG
+        weight = None
+        if not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value):
+            weight = Decimal(repr(value)).quantize(GRAM, rounding=ROUND_HALF_UP)
+        if weight is None or not 0 < weight <= MAX_WEIGHT_KG:
+            self.add(f"{where}.weight_kg", _BAD_WEIGHT)
+            return None
+        return weight
+
+    def cod(self, obj: dict, path: str) -> Any:
+        """`cod`: absent or null, or {"amount": …}; the amount's worth is rule 9's."""
+        value = obj.get("cod")
+        if value is None:
+            return None
+        where = f"{path}.cod"
+        if not isinstance(value, dict) or value.get("amount") is None:
+            self.add(where, 'Must be an object such as {"amount": "12.50"}.')
+            return None
+        unknown = sorted(set(value) - {"amount"})
+        if unknown:
+            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; only amount.")
+            return None
+        return value["amount"]
+
+
+_PARCEL_KNOWN = "only size, weight_kg, description and value"
+_BAD_WEIGHT = f"Must be a number of kg above 0 and at most {MAX_WEIGHT_KG} (kept to the gram)."
 _BAD_FIELD_NAME = f"Field names must be 1 to {MAX_ADDRESS_FIELD_NAME} characters, without NUL."
 _BAD_ADDRESS_PART = f"Must be a string of at most {MAX_ADDRESS_PART} characters without NUL."
 
@@ -318,14 +412,16 @@ def parse_batch(body: Any) -> BatchIn:
         errors.add("orders", "Must be a non-empty array of pickup groups.")
         orders = []
     _check_size(orders)
-    groups: list[GroupIn] = []
+    groups: dict[int, GroupIn] = {}
     for gi, group in enumerate(orders):
         parsed_group = _group_in(errors, group, f"orders[{gi}]")
         if parsed_group is not None:
-            groups.append(parsed_group)
+            groups[gi] = parsed_group
+    if groups:
+        _choose_vehicles(errors, groups)
     if errors.items:
         raise validation_error(errors.items, errors.more)
-    parsed = BatchIn(client_batch_id, groups, fingerprint=fingerprint_of(body))
+    parsed = BatchIn(client_batch_id, list(groups.values()), fingerprint=fingerprint_of(body))
     if "quote_id" in body:
         parsed.quoted_fingerprint = fingerprint_of(
             {key: value for key, value in body.items() if key != "quote_id"}
@@ -335,6 +431,20 @@ def parse_batch(body: Any) -> BatchIn:
         except ValueError:
             parsed.quote_id = None  # unknown: 404 NOT_FOUND, as any other unknown id
     return parsed
+
+
+def _choose_vehicles(errors: _Errors, groups: dict[int, GroupIn]) -> None:
+    """Each group's vehicle among the active types, read once for the whole batch; an unknown
+    or inactive code is a 400 naming its group (docs/contract.md §18)."""
+    active = {vehicle.code: vehicle for vehicle in VehicleType.objects.filter(active=True)}
+    for gi, group in groups.items():
+        group.vehicle = active.get(group.vehicle_code)
+        if group.vehicle is None:
+            names = ", ".join(sorted(active)) or "none"
+            errors.add(
+                f"orders[{gi}].vehicle",
+                f"{group.vehicle_code!r} is not an active vehicle type (active: {names}).",
+            )
 
 
 def _check_size(orders: list) -> None:
@@ -382,7 +492,16 @@ def _group_in(errors: _Errors, group: Any, gpath: str) -> GroupIn | None:
         drop_in = _drop_in(errors, drop, f"{gpath}.dropoff[{di}]")
         if drop_in is not None:
             drops.append(drop_in)
-    return None if pickup_in is None else GroupIn(pickup=pickup_in, drops=drops)
+    if pickup_in is None:
+        return None
+    parsed = GroupIn(pickup=pickup_in, drops=drops)
+    vehicle = group.get("vehicle")
+    if vehicle is not None:
+        if isinstance(vehicle, str) and 0 < len(vehicle) <= MAX_VEHICLE_CODE:
+            parsed.vehicle_code = vehicle
+        else:
+            errors.add(f"{gpath}.vehicle", "Must be a vehicle type's code, such as motorbike.")
+    return parsed
 
 
 def _drop_in(errors: _Errors, drop: Any, dpath: str) -> DropIn | None:
@@ -413,6 +532,10 @@ def _drop_in(errors: _Errors, drop: Any, dpath: str) -> DropIn | None:
         parsed.notes = errors.notes(drop, dpath)
     if "undeliverable_action" in drop:
         parsed.undeliverable_action = errors.undeliverable_action(drop, dpath)
+    if "parcel" in drop:
+        parsed.parcel = errors.parcel(drop, dpath)
+    if "cod" in drop:
+        parsed.cod = errors.cod(drop, dpath)
     return parsed
 
 

@@ -47,7 +47,7 @@ from orders.errors import (
     QuoteNotFound,
     QuoteUsed,
 )
-from orders.inputs import BatchIn, Place
+from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, BatchIn, Place
 from orders.links import new_pin, tracking_tokens, tracking_url
 from orders.models import (
     ACTIVE_STATUSES,
@@ -468,6 +468,7 @@ class OrderRow(NamedTuple):
     pickup_resolved: bool
     pickup_scheduled_at: datetime | None
     created_at: datetime
+    vehicle: str  # its code (docs/contract.md §18)
 
 
 class DropRow(NamedTuple):
@@ -502,6 +503,14 @@ class DropRow(NamedTuple):
     window_end: datetime | None = None
     window_status: str | None = None
     window_risk_at: datetime | None = None  # when it turns at risk if nothing moves
+    # docs/contract.md §18: what is carried (the contract's defaults unless sent) and the
+    # cash to collect, whose fee is inside `price`.
+    parcel_size: str = DEFAULT_PARCEL_SIZE
+    parcel_weight_kg: Decimal = DEFAULT_WEIGHT_KG
+    parcel_description: str | None = None
+    parcel_value: Decimal | None = None
+    cod_amount: Decimal | None = None
+    cod_fee: Decimal = Decimal("0.00")
 
 
 @dataclass(slots=True)
@@ -535,6 +544,26 @@ class Written:
 # Drops go to the database in chunks of this many rows (core.writes.insert_chunks): small
 # enough that PostgreSQL starts early, big enough that a chunk's overhead stays negligible.
 DROP_CHUNK_ROWS = 100
+
+
+def price_breakdown(decision: DropDecision) -> dict[str, str]:
+    """An accepted drop's price in its parts (docs/contract.md §18): price = delivery + cod_fee."""
+    return {"delivery": money(decision.delivery), "cod_fee": money(decision.cod_fee)}
+
+
+def carried(decision: DropDecision) -> dict:
+    """A drop's parcel and cash on delivery as its row's columns, for the drops that sent any."""
+    parcel, columns = decision.drop.parcel, {}
+    if parcel is not None:
+        columns |= {
+            "parcel_size": parcel.size,
+            "parcel_weight_kg": parcel.weight_kg,
+            "parcel_description": parcel.description,
+            "parcel_value": parcel.value,
+        }
+    if decision.cod_amount is not None:
+        columns |= {"cod_amount": decision.cod_amount, "cod_fee": decision.cod_fee}
+    return columns
 
 
 class _BatchRows:
@@ -571,6 +600,7 @@ class _BatchRows:
                 pickup_resolved=pickup.resolved,
                 pickup_scheduled_at=groups[index].pickup.scheduled_at,
                 created_at=self.now,
+                vehicle=groups[index].vehicle.code,
             )
             for index, pickup in enumerate(self.decider.pickups)
             if pickup.reason is None
@@ -611,6 +641,7 @@ class _BatchRows:
             "pass_order_id": order_id,
             "drop_id": drop_id,
             "price": money(price),
+            "price_breakdown": price_breakdown(decision),
             "currency": self.currency,
             "tracking_url": self.link + token,
         }
@@ -645,6 +676,7 @@ class _BatchRows:
             notes=drop.notes,
             undeliverable_action=drop.undeliverable_action,
             **(self.window(decision) if drop.window is not None else {}),
+            **(carried(decision) if drop.parcel is not None or drop.cod is not None else {}),
         )
 
     def window(self, decision: DropDecision) -> dict:

@@ -60,7 +60,7 @@ def django_db_modify_db_settings(postgres_cluster):
 
 
 @pytest.fixture(scope="session")
-def collected_static(tmp_path_factory, worker_id):
+def collected_static(request, tmp_path_factory):
     """collectstatic once for the whole run, into a STATIC_ROOT of its own: the tests that
     serve pages under gunicorn with DEBUG off (as production does) all read the same output.
     Every file hashed and compressed costs a minute of CPU on this machine, so under
@@ -68,7 +68,7 @@ def collected_static(tmp_path_factory, worker_id):
     it (a lock in the run's shared temporary folder), instead of doing it again."""
     import fcntl
 
-    if worker_id == "master":  # one process: nobody to share with
+    if not hasattr(request.config, "workerinput"):  # one process: nobody to share with
         return _collect_static(tmp_path_factory.mktemp("static"))
     shared = tmp_path_factory.getbasetemp().parent  # the same for every process of the run
     root, done = shared / "static", shared / "static.collected"
@@ -106,3 +106,26 @@ def _collect_static(root):
         stdout=subprocess.DEVNULL,
     )
     return root
+
+
+@pytest.fixture(autouse=True)
+def vehicle_types(request):
+    """The contract's vehicle types (docs/contract.md §18) in every test that has a database.
+
+    fleet's migration seeds them, but a transactional test's flush empties every table, and a
+    batch needs its groups' vehicle (motorbike by default): the migration's own seed runs
+    again here, idempotently (one INSERT … ON CONFLICT DO NOTHING; docs/decisions.md)."""
+    if (
+        "_django_db_helper" not in request.fixturenames
+        and request.node.get_closest_marker("django_db") is None
+    ):
+        return
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    request.getfixturevalue("_django_db_helper")
+    seeding = importlib.import_module("fleet.migrations.0002_seed_and_operators")
+    seeding.seed(apps, SimpleNamespace(connection=connection))

@@ -33,6 +33,7 @@ ACCEPTED_KEYS = {
     "pass_order_id",
     "drop_id",
     "price",
+    "price_breakdown",
     "currency",
     "tracking_url",
 }
