@@ -106,3 +106,26 @@ def _collect_static(root):
         stdout=subprocess.DEVNULL,
     )
     return root
+
+
+@pytest.fixture(autouse=True)
+def vehicle_types(request):
+    """The contract's vehicle types (docs/contract.md §18) in every test that has a database.
+
+    fleet's migration seeds them, but a transactional test's flush empties every table, and a
+    batch needs its groups' vehicle (motorbike by default): the migration's own seed runs
+    again here, idempotently (one INSERT … ON CONFLICT DO NOTHING; docs/decisions.md)."""
+    if (
+        "_django_db_helper" not in request.fixturenames
+        and request.node.get_closest_marker("django_db") is None
+    ):
+        return
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    request.getfixturevalue("_django_db_helper")
+    seeding = importlib.import_module("fleet.migrations.0002_seed_and_operators")
+    seeding.seed(apps, SimpleNamespace(connection=connection))
