@@ -143,3 +143,16 @@ def place_live_failed(tenant) -> list:
     made = drop_in(S.PICKED_UP, business=tenant.business, environment="live")
     apply_moves(drop_ids=[made.pk], steps=single_step(S.FAILED), actor="op")
     return [made.pk]
+
+
+def test_a_drop_sent_to_dispose_of_is_never_walked_back(sandbox, api):
+    body = batch(group({**drop("D-2"), "undeliverable_action": "dispose"}))
+    assert api.bulk(body, sandbox).json()["data"]["orders"][0]["status"] == "accepted"
+
+    failed = entries(advance(api, sandbox, "D-2", to=S.FAILED))["D-2"]
+    refused = entries(advance(api, sandbox, "D-2", to=S.RETURNED))["D-2"]
+
+    assert failed["undeliverable_action"] == "dispose"
+    assert (refused["status"], error_code(refused)) == (S.FAILED, "ILLEGAL_TRANSITION")
+    assert refused["return"] is None
+    assert not LedgerEntry.objects.filter(kind=EntryKind.RETURN_FEE).exists()
