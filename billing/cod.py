@@ -46,14 +46,19 @@ ZERO = Decimal("0.00")
 
 
 class CodRefused(Exception):
-    """A COD movement that is not allowed: more than is owed, a bad amount, no wallet.
+    """A COD movement that is not allowed; nothing was written. Its subclass says why."""
 
-    `code` is the API's error code for it (billing.api maps it to 409).
-    """
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+class CodExceedsOwed(CodRefused):
+    """More than the account holds (owed would go below zero)."""
+
+
+class CodNotCreditable(CodRefused):
+    """An account billed by invoice has no wallet to move cash into."""
+
+
+class CodInvalid(CodRefused):
+    """A bad amount or a payout without its reference (the API's shape checks come first)."""
 
 
 class CodDrop(Protocol):
@@ -112,9 +117,9 @@ def _append(account: CodAccount, moves: list[CodMove], at: datetime) -> Decimal:
     for move in moves:
         owed += move.amount
         if owed < 0:
-            raise CodRefused("COD_EXCEEDS_OWED", f"Only {money(account.owed)} is owed.")
+            raise CodExceedsOwed(f"Only {money(account.owed)} is owed.")
         if owed > MAX_OWED:
-            raise CodRefused("COD_EXCEEDS_OWED", "More cash than an account can record.")
+            raise CodExceedsOwed("More cash than an account can record.")
         rows.append((
             account.pk, move.kind, move.amount, owed, move.drop_id, move.reference,
             move.actor_id, move.note, at,
@@ -142,12 +147,10 @@ def collect_cod(*, drops: list[CodDrop], at: datetime) -> None:
 
 
 def _amount(value) -> Decimal:
-    """A positive amount of at most two decimals, or CodRefused(VALIDATION_ERROR)."""
+    """A positive amount of at most two decimals, or CodInvalid."""
     amount = Decimal(value)
     if not amount.is_finite() or amount <= 0 or amount != amount.quantize(CENT):
-        raise CodRefused(
-            "VALIDATION_ERROR", "The amount is a positive money amount (0.01 or more)."
-        )
+        raise CodInvalid("The amount is a positive money amount (0.01 or more).")
     return amount
 
 
@@ -158,7 +161,7 @@ def remit_cod(
     """An operator's payout of collected cash to the business: REMITTED, and cod.remitted."""
     amount, reference = _amount(amount), reference.strip()
     if not reference:
-        raise CodRefused("VALIDATION_ERROR", "A payout needs its reference (the transfer's).")
+        raise CodInvalid("A payout needs its reference (the transfer's).")
     at = timezone.now()
     account = lock_cod_accounts([(business.pk, environment)])[(str(business.pk), environment)]
     move = CodMove(
@@ -176,8 +179,7 @@ def credit_wallet(*, business: Business, environment: str, amount: Decimal, acto
     (the TOP_UP pays what the wallet owes first, billing.services), and cod.credited."""
     amount = _amount(amount)
     if business.billing_model != BillingModel.WALLET:
-        raise CodRefused(
-            "COD_NOT_CREDITABLE",
+        raise CodNotCreditable(
             "This account is billed by invoice: it has no wallet to credit. Collected cash "
             "is paid out by our finance team.",
         )
@@ -201,7 +203,7 @@ def simulate_payout(*, business: Business, actor=None) -> CodEntry:
     """Sandbox: pay out everything the sandbox COD account holds, as Finance would on live."""
     owed = cod_summary(business=business, environment="sandbox")["owed"]
     if owed <= 0:
-        raise CodRefused("COD_EXCEEDS_OWED", "No sandbox cash is owed: deliver a COD drop first.")
+        raise CodExceedsOwed("No sandbox cash is owed: deliver a COD drop first.")
     reference = f"SANDBOX-{timezone.now():%Y%m%d-%H%M%S}"
     return remit_cod(
         business=business, environment="sandbox", amount=owed, reference=reference, actor=actor

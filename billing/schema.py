@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from accounts.schema import BILLING_MODELS, ENVIRONMENTS
 from billing.models import InvoiceStatus
-from core.openapi import EVERY_CALL, money, operation, shape, success
+from core.openapi import EVERY_CALL, EVERY_POST, failure, money, operation, shape, success
 
 # Named enum (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] points here).
 INVOICE_STATUSES = list(InvoiceStatus.values)
@@ -20,6 +20,17 @@ class Pricing(serializers.Serializer):
         allow_null=True,
         help_text="Decimal string: the share of a drop's price charged when it is RETURNED "
         "(docs/contract.md §19).",
+    )
+    cod_fee_percent = serializers.CharField(
+        allow_null=True,
+        help_text="Decimal string: the share of a cash-on-delivery amount added to the drop's "
+        "price as `price_breakdown.cod_fee` (docs/contract.md §18).",
+    )
+    vehicle_multipliers = serializers.DictField(
+        child=serializers.CharField(),
+        help_text='The active vehicle types\' price multipliers by code, e.g. {"motorbike": '
+        '"1.00", "van": "3.00"}: a drop\'s delivery price is the §7 formula × its pickup '
+        "group's vehicle's (GET /vehicle-types).",
     )
 
 
@@ -38,6 +49,16 @@ class CurrentInvoice(serializers.Serializer):
     status = serializers.ChoiceField(choices=INVOICE_STATUSES)
 
 
+class Cod(serializers.Serializer):
+    owed = money(
+        help_text="Cash collected on delivery that we hold for you: collected − remitted − "
+        "credited to the wallet. Never below 0.00."
+    )
+    collected_total = money(help_text="All cash couriers collected (delivered COD drops).")
+    remitted_total = money(help_text="All of it our finance team paid out to you.")
+    credited_total = money(help_text="All of it moved into your wallet (credit-wallet).")
+
+
 class Account(serializers.Serializer):
     business = shape("AccountBusiness", id=serializers.UUIDField(), name=serializers.CharField())()
     environment = serializers.ChoiceField(choices=ENVIRONMENTS)
@@ -46,6 +67,7 @@ class Account(serializers.Serializer):
     pricing = Pricing()
     wallet = Wallet(required=False, help_text="Wallet accounts only.")
     invoice = CurrentInvoice(required=False, help_text="Invoiced accounts: this month's bill.")
+    cod = Cod(help_text="Cash on delivery held for this account (docs/contract.md §18).")
 
 
 ACCOUNT = operation(
@@ -53,6 +75,41 @@ ACCOUNT = operation(
     "account",
     "The calling account: pricing and balance",
     "The business, the key's environment, the billing model and pricing, and the wallet "
-    "balance and what it owes (wallet accounts) or this month's invoice (invoiced accounts).",
+    "balance and what it owes (wallet accounts) or this month's invoice (invoiced accounts), "
+    "and the cash collected on delivery held for it.",
     responses={200: success("Account", Account), **EVERY_CALL},
+)
+
+
+class CodCreditIn(serializers.Serializer):
+    amount = serializers.RegexField(
+        r"^[0-9]{1,10}(\.[0-9]{1,2})?$",
+        help_text='Money string, e.g. "25.00": at least 0.01, at most `cod.owed`.',
+    )
+
+
+class CodCredited(serializers.Serializer):
+    credited = money(help_text="The amount moved.")
+    cod = Cod()
+    wallet = Wallet()
+
+
+CREDIT_REFUSED = failure(
+    "CodCreditRefused",
+    409,
+    ["COD_EXCEEDS_OWED", "COD_NOT_CREDITABLE"],
+    "COD_EXCEEDS_OWED: the amount is more than `cod.owed` now (nothing moved). "
+    "COD_NOT_CREDITABLE: an account billed by invoice has no wallet to credit.",
+)
+CREDIT_WALLET = operation(
+    "account_cod_credit_wallet",
+    "account",
+    "Move collected cash into the wallet",
+    "Takes `amount` from the cash on delivery held for you (`cod.owed`) and tops up the "
+    "wallet of the key's environment by it, in one transaction: a COD ledger entry "
+    "CREDITED_TO_WALLET and a wallet TOP_UP (which pays what the wallet owes first). Sends "
+    "`cod.credited`. Not idempotent: a retry after a lost answer moves the amount again "
+    "(check `cod.owed` with GET /account first).",
+    request=CodCreditIn,
+    responses={200: success("CodCredited", CodCredited), **EVERY_POST, 409: CREDIT_REFUSED},
 )

@@ -30,6 +30,7 @@ from core.formats import CENT, money
 from core.writes import insert_rows
 from events.models import EventType
 from events.services import NewEvent, record_events, record_many
+from fleet.models import VehicleType
 
 
 class BillingError(Exception):
@@ -300,6 +301,11 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
             "per_km_fee": money(plan.per_km_fee) if plan else None,
             "included_km": str(plan.included_km) if plan else None,
             "return_fee_percent": str(plan.return_fee_percent) if plan else None,
+            "cod_fee_percent": str(plan.cod_fee_percent) if plan else None,
+            # What a pickup group's vehicle multiplies the delivery price by (docs/contract.md §18).
+            "vehicle_multipliers": dict(
+                VehicleType.objects.filter(active=True).values_list("code", "price_multiplier")
+            ),
         },
     }
     if business.billing_model == BillingModel.WALLET:

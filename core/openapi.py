@@ -293,6 +293,8 @@ ERROR_CODES: dict[int, list[str]] = {
         "ENDPOINT_LIMIT_REACHED",
         "ENDPOINT_DISABLED",
         "NOT_EDITABLE",
+        "COD_EXCEEDS_OWED",
+        "COD_NOT_CREDITABLE",
     ],
     411: ["LENGTH_REQUIRED"],
     413: ["PAYLOAD_TOO_LARGE"],

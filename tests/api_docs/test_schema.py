@@ -22,6 +22,7 @@ OPERATIONS = {
     ("/api/v1/orders/{drop_id}", "patch"),
     ("/api/v1/sandbox/orders/advance", "post"),
     ("/api/v1/account", "get"),
+    ("/api/v1/account/cod/credit-wallet", "post"),
     ("/api/v1/service-areas", "get"),
     ("/api/v1/vehicle-types", "get"),
     ("/api/v1/events", "get"),

@@ -13,6 +13,16 @@ from tests.billing.helpers import assert_ledger_consistent
 from tests.factories import SHOP, batch, drop, group
 
 
+# The seeded vehicle types (fleet migration 0002) and an account that never had COD.
+MULTIPLIERS = {"motorbike": "1.00", "tuktuk": "1.50", "car": "2.00", "van": "3.00"}
+NO_COD = {
+    "owed": "0.00",
+    "collected_total": "0.00",
+    "remitted_total": "0.00",
+    "credited_total": "0.00",
+}
+
+
 def account(api, key: str):
     response = api.get("/account", key)
     assert response.status_code == 200, response.content
@@ -35,6 +45,8 @@ def test_wallet_account_shows_its_pricing_and_the_balance_of_the_keys_environmen
         "per_km_fee": "0.25",
         "included_km": "2.50",
         "return_fee_percent": "50.00",
+        "cod_fee_percent": "1.00",
+        "vehicle_multipliers": MULTIPLIERS,
     }
     business = {"id": str(tenant.business.pk), "name": "Wallet Shop"}
 
@@ -45,6 +57,7 @@ def test_wallet_account_shows_its_pricing_and_the_balance_of_the_keys_environmen
         "currency": "USD",
         "pricing": pricing,
         "wallet": {"balance": "56.70", "owed": "0.00"},
+        "cod": NO_COD,
     }
     assert account(api, tenant.live_key) == {
         "business": business,
@@ -53,6 +66,7 @@ def test_wallet_account_shows_its_pricing_and_the_balance_of_the_keys_environmen
         "currency": "USD",
         "pricing": pricing,
         "wallet": {"balance": "12.34", "owed": "0.00"},
+        "cod": NO_COD,
     }
 
 
@@ -81,8 +95,11 @@ def test_invoiced_account_shows_the_current_invoice_instead_of_a_wallet(
             "per_km_fee": "0.50",
             "included_km": "0.00",
             "return_fee_percent": "50.00",
+            "cod_fee_percent": "1.00",
+            "vehicle_multipliers": MULTIPLIERS,
         },
         "invoice": {"period": "2026-11", "accrued": "0.00", "status": "OPEN"},
+        "cod": NO_COD,
     }
     assert account(api, tenant.sandbox_key) == expected  # before any invoice row exists
 
@@ -160,5 +177,7 @@ def test_provision_business_command_options_show_in_the_account(db, api):
         "per_km_fee": "0.33",
         "included_km": "1.00",
         "return_fee_percent": "50.00",
+        "cod_fee_percent": "1.00",
+        "vehicle_multipliers": MULTIPLIERS,
     }
     assert Business.objects.get(pk=keys["business_id"]).net_days == 7
