@@ -323,7 +323,9 @@ def decide_batch(
 class _Charges:
     """Rules 8–11 over drops given in submission order, in as many runs as they come.
 
-    A group's accepted weight grows drop by drop (rule 8's load limit); an earlier accepted
+    A group's accepted weight grows drop by drop (rule 8's load limit), from the drops that
+    say their parcel: one that says nothing is carried as it always was, never weighed
+    (docs/decisions.md, "Issue 30: parcels"); an earlier accepted
     drop of the same batch takes its client_order_id; drops are priced and charged in order,
     and the balance never goes below zero.
     """
@@ -355,16 +357,19 @@ class _Charges:
                 remaining -= price
             decision.price = price
             accepted_ids.add(client_order_id)
-            group = decision.group
-            self.loads[group] = self.loads.get(group, ZERO_KG) + decision.drop.weight_kg
+            if decision.drop.parcel is not None:
+                group = decision.group
+                self.loads[group] = self.loads.get(group, ZERO_KG) + decision.drop.parcel.weight_kg
         self.remaining = remaining
 
     def _carried(self, decision: DropDecision) -> bool:
         """Rules 8 and 9: the parcel fits the group's vehicle, with the group's accepted load
         so far; the cash to collect is allowed. False (the reason noted) if not."""
         drop = decision.drop
-        vehicle = self.vehicles[decision.group]
-        problem = parcel_problem(drop, vehicle, self.loads.get(decision.group, ZERO_KG))
+        problem = None
+        if drop.parcel is not None:  # a drop that says nothing of its parcel is not weighed
+            vehicle = self.vehicles[decision.group]
+            problem = parcel_problem(drop, vehicle, self.loads.get(decision.group, ZERO_KG))
         if problem is not None:
             decision.reason, decision.side, decision.detail = (
                 Reason.PARCEL_TOO_LARGE, "drop", problem

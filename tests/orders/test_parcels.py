@@ -63,8 +63,9 @@ def test_an_inactive_vehicle_cannot_be_asked_for(open_for_business, alice, api):
     VehicleType.objects.filter(code="van").update(active=False)
     body = batch({**group(drop("I-1")), "vehicle": "van"})
     errors = fields_of(api.bulk(body, alice.sandbox_key))
-    assert "'van' is not an active vehicle type (active: car, motorbike, tuktuk)" in (
-        errors["orders[0].vehicle"]
+    assert (
+        "'van' is not an active vehicle type (active: car, motorbike, tuktuk)"
+        in (errors["orders[0].vehicle"])
     )
 
 
@@ -242,3 +243,19 @@ def test_an_operators_multiplier_is_read_when_the_batch_is(open_for_business, ma
     VehicleType.objects.filter(code="car").update(price_multiplier=Decimal("2.25"))
     body = batch({**group(drop("P-1")), "vehicle": "car"})
     assert results_of(api.bulk(body, tenant.sandbox_key))["P-1"]["price"] == "4.50"
+
+
+def test_drops_that_say_nothing_of_their_parcel_are_not_weighed(
+    open_for_business, make_tenant, api
+):
+    alice = make_tenant(sandbox_balance="1000.00")
+    # 31 drops of the default kilo would pass a motorbike's 30 kg; said, the 31st is refused,
+    # unsaid (a client from before parcels), every drop goes as it always did.
+    unsaid = batch(group(*[drop(f"U-{i}") for i in range(31)]))
+    said = batch(group(*[parcel_drop(f"S-{i}", weight_kg=1) for i in range(31)]))
+    unsaid_results = results_of(api.bulk(unsaid, alice.sandbox_key))
+    said_results = results_of(api.bulk(said, alice.sandbox_key))
+    assert {e["status"] for e in unsaid_results.values()} == {"accepted"}
+    assert [e.get("failure_reason") for e in said_results.values()] == [None] * 30 + [
+        "PARCEL_TOO_LARGE"
+    ]

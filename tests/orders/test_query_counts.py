@@ -58,7 +58,22 @@ SHAPES = {
     "1000 drops over 100 groups": lambda: batch(
         *[group(*[drop(f"S-{g}-{i}") for i in range(10)]) for g in range(100)]
     ),
+    # docs/contract.md §18: a parcel and cash to collect on every drop, over two vehicles.
+    "1000 drops with a parcel and COD": lambda: batch(
+        *[
+            {**group(*[carrying(f"PC-{g}-{i}") for i in range(10)]), "vehicle": vehicle}
+            for g, vehicle in zip(range(100), ["van", "tuktuk"] * 50, strict=True)
+        ]
+    ),
 }
+
+
+def carrying(client_order_id: str) -> dict:
+    return {
+        **drop(client_order_id),
+        "parcel": {"size": "M", "weight_kg": 2.5, "description": "Shoes", "value": "40.00"},
+        "cod": {"amount": "12.50"},
+    }
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
