@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
 from accounts.models import BillingModel, Business
@@ -257,30 +257,22 @@ def service_day_start(at: datetime) -> datetime:
     return local.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def reconciliation(*, environment: str = "live", at: datetime) -> list[dict]:
-    """Per business with a COD account: owed, collected today (service time zone), and the
-    totals; the operators' reconciliation page and its CSV (console/cod.py)."""
+def accounts_with_totals(*, environment: str, at: datetime) -> QuerySet[CodAccount]:
+    """The COD accounts of an environment, each with `collected_today` (the service time
+    zone's day of `at`) and the TOTALS, most owed first: the operators' reconciliation
+    (console/cod.py, its page and its CSV)."""
     start = service_day_start(at)
-    today = Q(entries__created_at__gte=start, entries__created_at__lt=start + timedelta(days=1))
-    rows = (
+    today = Q(
+        entries__kind=CodKind.COLLECTED,
+        entries__created_at__gte=start,
+        entries__created_at__lt=start + timedelta(days=1),
+    )
+    return (
         CodAccount.objects.filter(environment=environment)
         .annotate(
-            collected_today=Sum(
-                "entries__amount", filter=today & Q(entries__kind=CodKind.COLLECTED), default=ZERO
-            ),
+            collected_today=Sum("entries__amount", filter=today, default=ZERO),
             **_totals("entries__"),
         )
         .select_related("business")
-        .order_by("-owed", "business__name")
+        .order_by("-owed", "business__name", "pk")
     )
-    return [
-        {
-            "business": account.business,
-            "owed": account.owed,
-            "collected_today": account.collected_today,
-            "collected_total": account.collected_total,
-            "remitted_total": account.remitted_total,
-            "credited_total": account.credited_total,
-        }
-        for account in rows
-    ]

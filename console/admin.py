@@ -2,6 +2,7 @@
 
 from console import (  # noqa: F401 -- registers
     businesses,
+    cod,
     coverage,
     fleet,
     history,

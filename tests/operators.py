@@ -16,6 +16,7 @@ groups_migration = importlib.import_module("accounts.migrations.0005_operator_gr
 later_grants = [
     importlib.import_module("geo.migrations.0003_load_places_permission"),
     importlib.import_module("fleet.migrations.0002_seed_and_operators"),
+    importlib.import_module("billing.migrations.0005_cod_ledger"),
 ]
 
 

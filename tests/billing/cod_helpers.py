@@ -8,8 +8,9 @@ from decimal import Decimal
 from django.db.models import Sum
 
 from billing.models import CodAccount, CodEntry
-from orders.models import Drop
-from tests.tracking.helpers import place
+from orders.models import Drop, DropStatus
+from tests.tracking.helpers import advance, entries, place
+from tracking.lifecycle import along_happy_path, apply_moves
 
 
 def place_cod(api, key: str, amounts: dict[str, str]) -> dict[str, str]:
@@ -39,3 +40,16 @@ def assert_cod_consistent() -> None:
 def owed_of(tenant, environment: str = "sandbox") -> Decimal:
     account = CodAccount.objects.filter(business=tenant.business, environment=environment).first()
     return account.owed if account else Decimal("0.00")
+
+
+def delivered_cod(api, tenant, amounts: dict[str, str], environment: str = "sandbox") -> None:
+    """Place the drops with their cash to collect and deliver them (DELIVERED collects)."""
+    key = tenant.key(environment)
+    ids = place_cod(api, key, amounts)
+    if environment == "sandbox":
+        entries(advance(api, key, *amounts, to="DELIVERED"))
+        return
+    # Live drops are moved by operators (the console's actions call apply_moves).
+    steps = along_happy_path(DropStatus.DELIVERED)
+    moved = apply_moves(drop_ids=ids.values(), steps=steps, actor="operator")
+    assert not moved.refused

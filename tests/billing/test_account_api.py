@@ -12,7 +12,6 @@ from accounts.models import BillingModel, Business
 from tests.billing.helpers import assert_ledger_consistent
 from tests.factories import SHOP, batch, drop, group
 
-
 # The seeded vehicle types (fleet migration 0002) and an account that never had COD.
 MULTIPLIERS = {"motorbike": "1.00", "tuktuk": "1.50", "car": "2.00", "van": "3.00"}
 NO_COD = {

@@ -10,25 +10,10 @@ import pytest
 from billing.cod import CodRefused, remit_cod
 from billing.models import CodEntry, CodKind, EntryKind, LedgerEntry
 from events.models import Event, EventType
-from orders.models import DropStatus
-from tests.billing.cod_helpers import assert_cod_consistent, owed_of, place_cod
+from tests.billing.cod_helpers import assert_cod_consistent, delivered_cod, owed_of
 from tests.billing.helpers import assert_ledger_consistent, wallet_of
-from tests.tracking.helpers import advance, entries
-from tracking.lifecycle import along_happy_path, apply_moves
 
 CREDIT = "/account/cod/credit-wallet"
-
-
-def delivered_cod(api, tenant, amounts: dict[str, str], environment: str = "sandbox") -> None:
-    key = tenant.key(environment)
-    ids = place_cod(api, key, amounts)
-    if environment == "sandbox":
-        entries(advance(api, key, *amounts, to="DELIVERED"))
-        return
-    # Live drops are moved by operators (the console's actions call apply_moves).
-    steps = along_happy_path(DropStatus.DELIVERED)
-    moved = apply_moves(drop_ids=ids.values(), steps=steps, actor="operator")
-    assert not moved.refused
 
 
 def error_of(response, status: int) -> dict:
