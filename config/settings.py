@@ -374,6 +374,8 @@ SPECTACULAR_SETTINGS = {
         "BatchStatus": "orders.schema.BATCH_STATUSES",
         "WindowStatus": "orders.schema.WINDOW_STATUSES",
         "UndeliverableAction": "orders.schema.UNDELIVERABLE_ACTION_VALUES",
+        "ParcelSize": "orders.inputs.PARCEL_SIZES",
+        "CodStatus": "tracking.schema.COD_STATUSES",
         "Environment": "accounts.schema.ENVIRONMENTS",
         "BillingModel": "accounts.schema.BILLING_MODELS",
         "InvoiceStatus": "billing.schema.INVOICE_STATUSES",

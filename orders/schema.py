@@ -38,7 +38,11 @@ from orders.inputs import (
     MAX_ID,
     MAX_NAME,
     MAX_NOTES,
+    MAX_PARCEL_DESCRIPTION,
+    MAX_VEHICLE_CODE,
     MAX_WAYBILL,
+    MAX_WEIGHT_KG,
+    PARCEL_SIZES,
     SANDBOX_SCENARIOS,
     UNDELIVERABLE_ACTIONS,
     BatchesQuery,
@@ -131,6 +135,51 @@ class DropoffWindow(serializers.Serializer):
     end = serializers.DateTimeField(help_text="The window closes (ISO 8601 with a time zone).")
 
 
+class Parcel(serializers.Serializer):
+    """docs/contract.md §18: every field optional; size S and 1 kg when not said."""
+
+    size = serializers.ChoiceField(
+        choices=list(PARCEL_SIZES),
+        required=False,
+        help_text="S (an envelope) to XL (furniture); default S. Above the group's vehicle's "
+        "size: PARCEL_TOO_LARGE.",
+    )
+    weight_kg = serializers.FloatField(
+        required=False,
+        help_text=f"Above 0 and at most {MAX_WEIGHT_KG}, kept to the gram; default 1. Above the "
+        "vehicle's per-parcel limit, or taking the group's accepted load (in submission order) "
+        "past the vehicle's: PARCEL_TOO_LARGE. A drop without a parcel is not weighed.",
+    )
+    description = optional_text(MAX_PARCEL_DESCRIPTION, help_text="What it is.")
+    value = serializers.RegexField(
+        r"^[0-9]{1,10}(\.[0-9]{1,2})?$",
+        required=False,
+        allow_null=True,
+        help_text='What it is worth, a money string such as "25.00" (for your records).',
+    )
+
+
+class CashOnDelivery(serializers.Serializer):
+    amount = serializers.CharField(
+        help_text="The cash the courier collects, a money string in the account's currency, "
+        'e.g. "12.50". Not above zero, more than two decimals, not a string, or above '
+        "COD_MAX_AMOUNT (500.00): the drop is rejected INVALID_COD. The plan's cod_fee_percent "
+        "of it is added to the price.",
+    )
+
+
+class PriceBreakdown(serializers.Serializer):
+    """docs/contract.md §18: price = delivery + cod_fee."""
+
+    delivery = money(
+        help_text="The plan's base fee + distance (rounded half-up to cents) × the vehicle's "
+        "multiplier, rounded half-up."
+    )
+    cod_fee = money(
+        help_text="The plan's cod_fee_percent of the COD amount, half-up; 0.00 without."
+    )
+
+
 class Drop(serializers.Serializer):
     client_order_id = text(
         MAX_ID,
@@ -172,10 +221,22 @@ class Drop(serializers.Serializer):
         help_text="What happens to the parcel when delivery fails (docs/contract.md §19): "
         "return (the default: back to the pickup) or dispose.",
     )
+    parcel = Parcel(required=False, allow_null=True, help_text="What is carried (§18).")
+    cod = CashOnDelivery(
+        required=False, allow_null=True, help_text="Cash to collect at the door (§18)."
+    )
 
 
 class PickupGroup(serializers.Serializer):
     pickup = Pickup()
+    vehicle = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=MAX_VEHICLE_CODE,
+        help_text="An active vehicle type's code (GET /vehicle-types); default motorbike. "
+        "Unknown or inactive: 400 VALIDATION_ERROR naming orders[i].vehicle. Its multiplier "
+        "is in its drops' prices; its limits decide PARCEL_TOO_LARGE.",
+    )
     dropoff = serializers.ListField(child=Drop(), min_length=1, help_text="One or more drops.")
 
 
@@ -222,7 +283,8 @@ class AcceptedOrder(serializers.Serializer):
     status = const("accepted")
     pass_order_id = serializers.UUIDField(help_text="The order (pickup group) it belongs to.")
     drop_id = serializers.UUIDField()
-    price = money()
+    price = money(help_text="What is charged: price_breakdown's delivery + cod_fee.")
+    price_breakdown = PriceBreakdown()
     currency = serializers.CharField()
     tracking_url = serializers.URLField(help_text="The recipient's tracking page.")
     dropoff_pin = serializers.RegexField(
@@ -277,6 +339,7 @@ class QuotableOrder(serializers.Serializer):
     external_waybill = serializers.CharField(allow_null=True)
     status = const("quotable")
     price = money()
+    price_breakdown = PriceBreakdown()
     resolved_pin = Pin(required=False, help_text="Only when the drop was address-only.")
     pickup_resolved_pin = Pin(required=False, help_text="Only when the pickup was address-only.")
 

@@ -36,7 +36,7 @@ from core.openapi import (
 )
 from core.serializers import optional_text, text
 from orders.decisions import Reason
-from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL, UNDELIVERABLE_ACTIONS
+from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL, PARCEL_SIZES, UNDELIVERABLE_ACTIONS
 from orders.schema import (
     DROP_STATUSES,
     UNDELIVERABLE_ACTION_VALUES,
@@ -45,6 +45,7 @@ from orders.schema import (
     DropoffVerification,
     DropoffWindow,
     Pin,
+    PriceBreakdown,
     coordinate,
     phone,
 )
@@ -65,6 +66,29 @@ class Party(serializers.Serializer):
 
 class TrackedPickup(Party):
     scheduled_at = serializers.DateTimeField(allow_null=True)
+    vehicle = serializers.CharField(help_text="The vehicle type's code (GET /vehicle-types).")
+
+
+class TrackedParcel(serializers.Serializer):
+    """docs/contract.md §18: as sent, or the defaults (S, 1 kg)."""
+
+    size = serializers.ChoiceField(choices=list(PARCEL_SIZES))
+    weight_kg = serializers.FloatField()
+    description = serializers.CharField(allow_null=True)
+    value = money(allow_null=True)
+
+
+COD_STATUSES = ["pending", "collected", "not_collected"]  # tracking.selectors._Context._cod
+
+
+class TrackedCod(serializers.Serializer):
+    amount = money(help_text="The cash to collect at the door.")
+    status = serializers.ChoiceField(
+        choices=COD_STATUSES,
+        help_text="pending while the drop is active; collected once DELIVERED (the courier took "
+        "the cash); not_collected once it failed, is returning or returned, or was cancelled.",
+    )
+    collected_at = serializers.DateTimeField(allow_null=True, help_text="Set once collected.")
 
 
 class Driver(serializers.Serializer):
@@ -116,7 +140,8 @@ class TrackedOrder(serializers.Serializer):
     pickup = TrackedPickup()
     dropoff = Party()
     driver = Driver(allow_null=True, help_text="Set once a driver is assigned.")
-    price = money()
+    price = money(help_text="What was charged: price_breakdown's delivery + cod_fee.")
+    price_breakdown = PriceBreakdown()
     currency = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -155,6 +180,8 @@ class TrackedOrder(serializers.Serializer):
         choices=UNDELIVERABLE_ACTION_VALUES,
         help_text="return (the default) or dispose: what happens to the parcel if delivery fails.",
     )
+    parcel = TrackedParcel()
+    cod = TrackedCod(allow_null=True, help_text="Cash on delivery; null when none is collected.")
 
 
 # "return" is a Python keyword: the field is declared on the class after it is made (the

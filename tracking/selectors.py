@@ -12,7 +12,8 @@ from collections import defaultdict
 from datetime import datetime
 
 import orjson
-from django.db.models.functions import NullIf
+from django.db.models import F, FloatField
+from django.db.models.functions import Cast, NullIf
 from django.utils import timezone
 
 from core.formats import WireTimes, moment_of
@@ -77,6 +78,15 @@ DROP_SEEN = DROP_KEY.extended(
     notes="notes",
     undeliverable_action="undeliverable_action",
     return_received_by="return_received_by",
+    # docs/contract.md §18: what is carried, the price's parts, the cash to collect.
+    parcel_size="parcel_size",
+    parcel_weight=Cast("parcel_weight_kg", FloatField()),
+    parcel_description="parcel_description",
+    parcel_value=MoneyText("parcel_value"),
+    delivery=MoneyText(F("price") - F("cod_fee")),
+    cod_fee=MoneyText("cod_fee"),
+    cod_amount=MoneyText("cod_amount"),
+    cod_collected_at=TimeText("cod_collected_at"),
 )
 ORDER_SEEN = Shape(
     "OrderSeen",
@@ -90,6 +100,7 @@ ORDER_SEEN = Shape(
     address="pickup_address",  # JSON text, like the drop's address
     resolved="pickup_resolved",
     scheduled=IsoZ("pickup_scheduled_at"),
+    vehicle="vehicle",
     driver="driver__name",
     driver_phone="driver__phone",
 )
@@ -167,6 +178,7 @@ class _Order:
             "long": long,
             "address": None if row.address is None else orjson.loads(row.address),
             "scheduled_at": scheduled,
+            "vehicle": row.vehicle,
         }
         if row.resolved:
             self.pickup["resolved_pin"] = {"lat": lat, "long": long}
@@ -258,6 +270,9 @@ def _preferred(row, current) -> bool:
 _PICKED_UP, _PENDING = DropStatus.PICKED_UP.value, DropStatus.PENDING.value
 _DELIVERED, _RETURNED = DropStatus.DELIVERED.value, DropStatus.RETURNED.value
 # A drop that failed keeps saying why while it returns (docs/contract.md §19).
+# A COD drop's cash (docs/contract.md §18): waiting while the drop is active, collected with the
+# delivery, not collected once it failed, returned or was cancelled.
+PENDING, COLLECTED, NOT_COLLECTED = "pending", "collected", "not_collected"
 _FAILED_ONCE = frozenset({DropStatus.FAILED.value, DropStatus.RETURNING.value, _RETURNED})
 
 
@@ -285,21 +300,9 @@ class _Context:
     def entry(self, row, order: _Order, moves, token: str) -> dict:  # a DROP_SEEN row
         created = self.times.iso_z(row.created)
         status, drop_id, changed = row.status, row.drop_id, row.changed
-        lat, long, address = row.lat, row.long, row.address
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
-        if address is not None:
-            address = orjson.loads(address)
-        dropoff = {
-            "name": row.name,
-            "phone": row.phone,
-            "lat": lat,
-            "long": long,
-            "address": address,
-        }
-        if row.resolved:
-            dropoff["resolved_pin"] = {"lat": lat, "long": long}
-        eta = self._eta(status, created, order, lat, long, moves)
+        eta = self._eta(status, created, order, row.lat, row.long, moves)
         window = None
         if row.window_start is not None:
             window = self._window(row)
@@ -315,9 +318,10 @@ class _Context:
             "external_waybill": row.waybill,
             "environment": order.environment,
             "pickup": order.pickup,
-            "dropoff": dropoff,
+            "dropoff": _dropoff(row),
             "driver": order.driver,
             "price": row.price,
+            "price_breakdown": {"delivery": row.delivery, "cod_fee": row.cod_fee},
             "currency": row.currency,
             "created_at": created,
             "updated_at": created if changed is None else self.times.iso_z(changed),
@@ -329,6 +333,8 @@ class _Context:
             "window_status": None if window is None else self._window_status(row),
             "notes": row.notes,
             "undeliverable_action": row.undeliverable_action,
+            "parcel": _parcel(row),
+            "cod": None if row.cod_amount is None else self._cod(row, status, events),
             "tracking_url": self.link + token,
             "proof_of_delivery": None
             if status != _DELIVERED
@@ -338,6 +344,16 @@ class _Context:
             if status != _RETURNED
             else {"at": _at(events, _RETURNED), "received_by": row.return_received_by},
         }
+
+    def _cod(self, row, status: str, events: list[dict]) -> dict:
+        """The cash to collect and where it stands (docs/contract.md §18): collected with
+        the delivery, not collected once the drop can no longer be delivered."""
+        if status == _DELIVERED:
+            at = row.cod_collected_at
+            collected_at = _at(events, _DELIVERED) if at is None else self.times.iso_z(at)
+            return {"amount": row.cod_amount, "status": COLLECTED, "collected_at": collected_at}
+        state = PENDING if status in ACTIVE_STATUSES else NOT_COLLECTED
+        return {"amount": row.cod_amount, "status": state, "collected_at": None}
 
     def _window(self, row) -> dict:
         return {
@@ -384,6 +400,29 @@ class _Context:
             km=order.distances.km(lat, long),
             now=self.now,
         )
+
+
+def _dropoff(row) -> dict:
+    lat, long, address = row.lat, row.long, row.address
+    dropoff = {
+        "name": row.name,
+        "phone": row.phone,
+        "lat": lat,
+        "long": long,
+        "address": None if address is None else orjson.loads(address),
+    }
+    if row.resolved:
+        dropoff["resolved_pin"] = {"lat": lat, "long": long}
+    return dropoff
+
+
+def _parcel(row) -> dict:
+    return {
+        "size": row.parcel_size,
+        "weight_kg": row.parcel_weight,
+        "description": row.parcel_description,
+        "value": row.parcel_value,
+    }
 
 
 def _at(events: list[dict], status: str) -> str | None:

@@ -185,8 +185,30 @@ def test_order_results_are_accepted_or_rejected():
         "SCHEDULE_IN_PAST",
         "OUTSIDE_OPERATING_HOURS",
         "INVALID_TIME_WINDOW",
+        "PARCEL_TOO_LARGE",
+        "INVALID_COD",
         "DUPLICATE_CLIENT_ORDER_ID",
         "INSUFFICIENT_BALANCE",
+    ]
+
+
+def test_vehicles_parcels_cod_and_price_breakdowns_are_described():
+    """docs/contract.md §18: on the bulk body, in results and quotes, in the tracking entry."""
+    components = served_schema()["components"]["schemas"]
+    assert "vehicle" in components["PickupGroup"]["properties"]
+    assert {"parcel", "cod"} <= set(components["Drop"]["properties"])
+    assert set(components["Parcel"]["properties"]) == {"size", "weight_kg", "description", "value"}
+    assert components["CashOnDelivery"]["required"] == ["amount"]
+    assert set(components["PriceBreakdown"]["required"]) == {"delivery", "cod_fee"}
+    for result in ("AcceptedOrder", "QuotableOrder", "TrackedOrder"):
+        assert "price_breakdown" in components[result]["required"], result
+    assert {"parcel", "cod"} <= set(components["TrackedOrder"]["required"])
+    assert "vehicle" in components["TrackedPickup"]["required"]
+    assert components["ParcelSize"]["enum"] == ["S", "M", "L", "XL"]
+    assert components["CodStatus"]["enum"] == [
+        "pending",
+        "collected",
+        "not_collected",
     ]
 
 

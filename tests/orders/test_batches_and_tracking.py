@@ -203,6 +203,7 @@ def test_tracked_drop_carries_every_field(open_for_business, alice, api):
         "long": SHOP["long"],
         "address": None,
         "scheduled_at": None,
+        "vehicle": "motorbike",
     }
     assert entry["dropoff"] == {
         "name": "Dara",
