@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -111,6 +112,15 @@ class ApiKeyForm(forms.Form):
 
 class SandboxTopUpForm(forms.Form):
     amount = forms.DecimalField(max_digits=12, decimal_places=2, help_text="Play money.")
+
+
+class CodCreditForm(forms.Form):
+    """Move collected cash into the wallet: POST /account/cod/credit-wallet's page twin."""
+
+    environment = forms.ChoiceField(choices=Environment.choices, widget=forms.HiddenInput)
+    amount = forms.DecimalField(
+        max_digits=12, decimal_places=2, min_value=Decimal("0.01"), label="Amount to move"
+    )
 
 
 class OrderFilterForm(forms.Form):

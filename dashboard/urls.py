@@ -56,6 +56,8 @@ urlpatterns = [
     # Money.
     path("wallet/", money.wallet, name="wallet"),
     path("wallet/sandbox-top-up/", money.sandbox_wallet_top_up, name="sandbox_top_up"),
+    path("wallet/cod/credit-wallet/", money.cod_credit_wallet, name="cod_credit_wallet"),
+    path("wallet/sandbox-cod-payout/", money.sandbox_cod_payout, name="sandbox_cod_payout"),
     # Orders.
     path("orders/", orders.orders, name="orders"),
     path("orders/export/", orders.orders_export, name="orders_export"),
