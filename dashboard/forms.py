@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 
@@ -209,6 +210,15 @@ class ScenarioForm(forms.Form):
         initial="deliver",
     )
     pin = forms.BooleanField(required=False, label="Ask for a delivery PIN")
+    cod = forms.DecimalField(
+        required=False,
+        max_digits=12,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=settings.COD_MAX_AMOUNT,
+        label="Cash to collect (COD)",
+        help_text="Optional: the courier collects it at the door; your wallet page shows it held.",
+    )
 
 
 # --- Webhook endpoints ------------------------------------------------------------------

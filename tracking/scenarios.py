@@ -243,8 +243,12 @@ def sample_batch_body(suffix: str) -> dict:
     return body
 
 
-def scenario_body(scenario: str, *, pin: bool, now: datetime) -> dict:
-    """One sample drop walked by the test driver; picked up now, or at the next opening."""
+def scenario_body(scenario: str, *, pin: bool, now: datetime, cod: str | None = None) -> dict:
+    """One sample drop walked by the test driver; picked up now, or at the next opening.
+
+    `cod`: the cash to collect, a money string (docs/contract.md §18): the courier takes it
+    when the drop is delivered, and the sandbox COD account holds it.
+    """
     sample = json.loads(SAMPLE_BATCH.read_text())
     pickup = dict(sample["orders"][0]["pickup"])
     pickup.pop("pickup_scheduled_at", None)
@@ -260,6 +264,8 @@ def scenario_body(scenario: str, *, pin: bool, now: datetime) -> dict:
     drop.pop("external_waybill", None)
     if pin:
         drop["dropoff_verification"] = {"pin": True}
+    if cod:
+        drop["cod"] = {"amount": cod}
     return {
         "client_batch_id": f"sandbox-scenario-{suffix}",
         "orders": [{"pickup": pickup, "dropoff": [drop]}],

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import Environment
 from billing.services import BillingError
+from core.formats import money
 from dashboard.forms import AdvanceForm, ScenarioForm
 from dashboard.views.common import business_view
 from orders.api import base_url_of
@@ -126,8 +127,12 @@ def sandbox_start_scenario(request):
     form = ScenarioForm(request.POST)
     if not form.is_valid():
         return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
+    cod = form.cleaned_data["cod"]
     body = scenario_body(
-        form.cleaned_data["scenario"], pin=form.cleaned_data["pin"], now=timezone.now()
+        form.cleaned_data["scenario"],
+        pin=form.cleaned_data["pin"],
+        now=timezone.now(),
+        cod=money(cod) if cod else None,
     )
     try:
         result = _send_sandbox_batch(request, body)
@@ -142,7 +147,8 @@ def sandbox_start_scenario(request):
         request,
         f"Scenario {form.cleaned_data['scenario']} started: the test driver takes a step "
         f"every {settings.SANDBOX_STEP_SECONDS:g} s."
-        + (f" The recipient's PIN is {entry.dropoff_pin}." if entry.dropoff_pin else ""),
+        + (f" The recipient's PIN is {entry.dropoff_pin}." if entry.dropoff_pin else "")
+        + (f" The courier collects {money(cod)} in cash." if cod else ""),
     )
     return redirect(reverse("dashboard:sandbox") + f"?started={entry.drop_id}")
 
