@@ -51,6 +51,14 @@ COLUMNS = (
     "dropoff_window_end",
     "notes",
     "undeliverable_action",
+    # docs/contract.md §18: the pickup group's vehicle (rows with the same pickup and vehicle
+    # are one group), the parcel, the cash to collect.
+    "vehicle",
+    "parcel_size",
+    "parcel_weight_kg",
+    "parcel_description",
+    "parcel_value",
+    "cod_amount",
 )
 REQUIRED_COLUMNS = (
     "client_order_id",
@@ -88,6 +96,12 @@ _DROP_FIELDS = {
     "dropoff_window.end": "dropoff_window_end",
     "notes": "notes",
     "undeliverable_action": "undeliverable_action",
+    "parcel": "parcel_size",
+    "parcel.size": "parcel_size",
+    "parcel.weight_kg": "parcel_weight_kg",
+    "parcel.description": "parcel_description",
+    "parcel.value": "parcel_value",
+    "cod": "cod_amount",
     "dropoff.name": "recipient_name",
     "dropoff.phone": "recipient_phone",
     "dropoff.lat": "dropoff_lat",
@@ -104,6 +118,7 @@ _PICKUP_FIELDS = {
     "pickup.address": "pickup_address",
     "pickup.address.complete_address": "pickup_address",
     "pickup.pickup_scheduled_at": "pickup_scheduled_at",
+    "vehicle": "vehicle",
 }
 # The pipeline's words for a JSON field, in a spreadsheet's.
 _CELL_WORDING = {"This field is required.": "Required, but the cell is empty."}
@@ -217,11 +232,11 @@ def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFil
         if overflow := table.overflow(record):
             problems.append(Problem((row,), None, overflow))
         cells = _Cells(row, table.cells(record), problems)
-        pickup = cells.pickup()
-        group_key = orjson.dumps(pickup, option=orjson.OPT_SORT_KEYS)
+        pickup, vehicle = cells.pickup(), cells.text("vehicle")
+        group_key = orjson.dumps([pickup, vehicle], option=orjson.OPT_SORT_KEYS)
         if group_key not in groups:
             groups[group_key] = len(body_groups)
-            body_groups.append({"pickup": pickup, "dropoff": []})
+            body_groups.append(_present({"pickup": pickup, "vehicle": vehicle, "dropoff": []}))
             group_rows.append([])
         index = groups[group_key]
         body_groups[index]["dropoff"].append(cells.drop())
@@ -404,6 +419,17 @@ class _Cells:
                 or None,
                 "notes": self.text("notes"),
                 "undeliverable_action": self.text("undeliverable_action"),
+                "parcel": _present(
+                    {
+                        "size": self.text("parcel_size"),
+                        "weight_kg": self.number("parcel_weight_kg"),
+                        "description": self.text("parcel_description"),
+                        "value": self.text("parcel_value"),
+                    }
+                )
+                or None,
+                # A money string, checked by the batch's rule 9 (INVALID_COD on its row).
+                "cod": {"amount": amount} if (amount := self.text("cod_amount")) else None,
             }
         )
 
