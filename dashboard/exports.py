@@ -52,6 +52,17 @@ COLUMNS = [
     "failure_reason",
     "failed_at",
     "tracking_url",
+    # docs/contract.md §18, appended so that the earlier columns keep their places.
+    "vehicle",
+    "parcel_size",
+    "parcel_weight_kg",
+    "parcel_description",
+    "parcel_value",
+    "delivery_price",
+    "cod_fee",
+    "cod_amount",
+    "cod_status",
+    "cod_collected_at",
 ]
 
 
@@ -71,6 +82,7 @@ def row_of(entry: dict, client_batch_ids: dict[str, str]) -> list[str]:
     """One CSV row of a tracking entry (times as the API gives them: UTC, ISO 8601, Z)."""
     pickup, dropoff = entry["pickup"], entry["dropoff"]
     proof, failure = entry["proof_of_delivery"] or {}, entry["failure"] or {}
+    parcel, cod = entry["parcel"], entry["cod"] or {}
     values = [
         entry["drop_id"],
         entry["client_order_id"],
@@ -102,6 +114,16 @@ def row_of(entry: dict, client_batch_ids: dict[str, str]) -> list[str]:
         failure.get("reason"),
         failure.get("at"),
         entry["tracking_url"],
+        pickup["vehicle"],
+        parcel["size"],
+        parcel["weight_kg"],
+        parcel["description"],
+        parcel["value"],
+        entry["price_breakdown"]["delivery"],
+        entry["price_breakdown"]["cod_fee"],
+        cod.get("amount"),
+        cod.get("status"),
+        cod.get("collected_at"),
     ]
     return [safe_cell(value) for value in values]
 

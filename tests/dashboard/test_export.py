@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
@@ -199,3 +200,36 @@ def test_queries_do_not_grow_with_the_rows_of_a_page(shop, api, monkeypatch):
 def test_the_export_needs_a_login(client):
     response = client.get("/orders/export/")
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_the_file_carries_vehicle_parcel_price_parts_and_cod(shop, api):
+    """docs/contract.md §18: after the earlier columns, which keep their places."""
+    tenant, web = shop
+    parcel = {"size": "L", "weight_kg": 12.5, "description": "Rice cooker", "value": "30"}
+    body = batch(
+        {
+            **group({**drop("PC-1"), "parcel": parcel, "cod": {"amount": "50.00"}}, drop("PC-2")),
+            "vehicle": "tuktuk",
+        }
+    )
+    assert api.bulk(body, tenant.sandbox_key).status_code == 200
+    advance(api, tenant.sandbox_key, "PC-1", to="DELIVERED")
+    _, table = export(web, "?environment=sandbox")
+    assert COLUMNS.index("tracking_url") == 29  # where it was before §18's columns
+    rows = by_id(table)
+    carried, plain = rows["PC-1"], rows["PC-2"]
+    stored = Drop.objects.get(client_order_id="PC-1")
+    assert {column: carried[column] for column in COLUMNS[COLUMNS.index("vehicle") :]} == {
+        "vehicle": "tuktuk",
+        "parcel_size": "L",
+        "parcel_weight_kg": "12.5",
+        "parcel_description": "Rice cooker",
+        "parcel_value": "30.00",
+        "delivery_price": f"{stored.price - Decimal('0.50'):.2f}",
+        "cod_fee": "0.50",
+        "cod_amount": "50.00",
+        "cod_status": "collected",
+        "cod_collected_at": carried["cod_collected_at"],
+    }
+    assert ISO_Z.match(carried["cod_collected_at"])
+    assert (plain["parcel_size"], plain["cod_fee"], plain["cod_status"]) == ("S", "0.00", "")
