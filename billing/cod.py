@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -34,7 +34,6 @@ from billing.models import (
     CodEntry,
     CodKind,
     EntryKind,
-    PricingPlan,
 )
 from billing.services import Movement, append_entries, lock_account
 from core.formats import CENT, money
@@ -68,13 +67,6 @@ class CodDrop(Protocol):
     business_id: object
     environment: str
     cod_amount: Decimal | None
-
-
-def cod_fee(plan: PricingPlan | None, amount: Decimal | None) -> Decimal:
-    """The plan's cod_fee_percent of the cash to collect, half-up to cents (0 without COD)."""
-    if plan is None or not amount:
-        return ZERO
-    return (amount * plan.cod_fee_percent / 100).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
 def lock_cod_accounts(accounts: Iterable[tuple]) -> dict[tuple, CodAccount]:

@@ -17,7 +17,9 @@ from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 
 @admin.register(PricingPlan)
 class PricingPlanAdmin(ServiceTimesAdmin, admin.ModelAdmin):
-    list_display = ["name", "base_fee", "per_km_fee", "included_km", "return_fee_percent"]
+    list_display = [
+        "name", "base_fee", "per_km_fee", "included_km", "return_fee_percent", "cod_fee_percent",
+    ]  # fmt: skip
 
 
 class LedgerEntryInline(ServiceTimesInline, admin.TabularInline):
@@ -98,12 +100,28 @@ class LedgerEntryAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
 class InvoiceLineInline(ServiceTimesInline, admin.TabularInline):
     model = InvoiceLine
     extra = 0
-    fields = ["created_at", "drop", "amount", "description"]
+    fields = ["created_at", "drop", "amount", "breakdown", "description"]
     readonly_fields = fields
     can_delete = False
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("drop")
+
+    @admin.display(description="Delivery + COD fee")
+    def breakdown(self, line: InvoiceLine) -> str:
+        """A drop's charge (or its reversal) in its parts, docs/contract.md §18; a return fee
+        or an edit's difference has none."""
+        if line.drop is None or line.description not in BROKEN_DOWN or not line.drop.cod_fee:
+            return EMPTY
+        fee = line.drop.cod_fee if line.amount > 0 else -line.drop.cod_fee
+        return f"{line.amount - fee} + {fee}"
+
     def has_add_permission(self, request, obj=None):
         return False
+
+
+# The invoice lines that are a drop's whole price: its charge, and its reversal on cancel.
+BROKEN_DOWN = frozenset({"Delivery", "Cancelled delivery"})
 
 
 @admin.register(Invoice)

@@ -11,9 +11,11 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
-from billing.models import CodAccount, CodEntry, CodKind
+from billing.models import CodAccount, CodEntry, CodKind, Invoice
 from events.models import Event, EventType
+from orders.models import Drop
 from tests.billing.cod_helpers import assert_cod_consistent, delivered_cod, owed_of
+from tests.factories import batch, drop, group
 from tests.operators import staff_client
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +150,20 @@ def test_a_staff_user_without_cod_permissions_sees_nothing(owed):
 
     assert stranger.get(reverse(CHANGELIST)).status_code == 403
     assert stranger.get(reverse("admin:billing_codaccount_csv")).status_code == 403
+
+
+def test_an_invoice_line_shows_a_cod_drop_s_delivery_and_fee(open_for_business, make_tenant, api):
+    tenant = make_tenant(billing="invoiced", base_fee="2", per_km_fee="0.5")
+    with_cod, plain = drop("COD-1"), drop("PLAIN-1")
+    with_cod["cod"] = {"amount": "13.00"}
+    response = api.bulk(batch(group(with_cod, plain)), tenant.sandbox_key)
+    assert response.status_code == 200, response.content
+    charged = Drop.objects.get(client_order_id="COD-1")
+    assert charged.cod_fee == Decimal("0.13")  # 1.00 % of 13.00
+    invoice = Invoice.objects.get(business=tenant.business)
+    finance = staff_client("finance@example.com", groups=["Finance"])
+
+    page = finance.get(reverse("admin:billing_invoice_change", args=[invoice.pk])).content.decode()
+
+    assert f"{charged.price - Decimal('0.13')} + 0.13" in page
+    assert page.count(" + 0.13") == 1  # the drop without COD has no breakdown
