@@ -123,6 +123,11 @@ class CodCreditForm(forms.Form):
         max_digits=12, decimal_places=2, min_value=Decimal("0.01"), label="Amount to move"
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        # Its own ids: the sandbox top-up's form on the same page has an `amount` too.
+        kwargs.setdefault("auto_id", "cod_%s")
+        super().__init__(*args, **kwargs)
+
 
 class OrderFilterForm(forms.Form):
     """The orders page's filters (and its export's): GET parameters, kept from page to page."""
