@@ -277,6 +277,17 @@ def committed_batch(n: int) -> Template:
     return Template(orjson.dumps(body), n)
 
 
+def carried_batch(n: int) -> Template:
+    """coordinate_batch with a parcel and cash on delivery on every drop (issue 30), on a van:
+    n half-kilo parcels stay within its load, so every drop is accepted."""
+    body = orjson.loads(coordinate_batch(n).raw)
+    body["orders"][0]["vehicle"] = "van"
+    for drop in body["orders"][0]["dropoff"]:
+        drop["parcel"] = {"size": "M", "weight_kg": 0.5, "description": "Shoes", "value": "40.00"}
+        drop["cod"] = {"amount": "12.50"}
+    return Template(orjson.dumps(body), n)
+
+
 def address_batch(n: int) -> Template:
     """One pickup group (with coordinates) and n address-only drops over PLACE_COUNT places."""
     return _batch(
@@ -648,6 +659,11 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
                 "bulk, 1000 coordinate drops with a window and notes", committed_batch(1000)
             )
             figures.append(pairs["commitments"][0])
+            # Issue 30: a parcel and cash on delivery on every drop, on a van.
+            pairs["parcels"] = beside_the_bare_floor(
+                "bulk, 1000 coordinate drops with a parcel and COD", carried_batch(1000)
+            )
+            figures.append(pairs["parcels"][0])
             continue
         figures.append(measure(label, runs, cfg.warmups, bulk(coordinate_batch(n))))
 
@@ -797,6 +813,7 @@ def report(
         ("1000 drops / bare floor", ratio, 3.0, "x", "<="),
         ("the same, late", ratios["late"], 3.0, "x", "<="),
         ("with windows and notes", ratios["commitments"], 3.0, "x", "<="),
+        ("with a parcel and COD", ratios["parcels"], 3.0, "x", "<="),
         ("5000 drops", by_case["bulk, 5000 coordinate drops"].median_ms, 300, " ms", "<="),
         ("tracking 1000 ids", by_case["tracking, 1000 identifiers"].median_ms, 25, " ms", "<="),
         ("throughput", flow.per_second, 10_000, " drops/s", ">="),

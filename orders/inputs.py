@@ -9,7 +9,6 @@ bad phone or pin rejects only its own drop (see orders.decisions).
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -370,7 +369,12 @@ class _Errors:
         if value is None:
             return DEFAULT_WEIGHT_KG
         weight = None
-        if not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value):
+        # The range first: a huge number has more digits than quantize() may give.
+        if (
+            not isinstance(value, bool)
+            and isinstance(value, int | float)
+            and 0 < value <= MAX_WEIGHT_KG
+        ):
             weight = Decimal(repr(value)).quantize(GRAM, rounding=ROUND_HALF_UP)
         if weight is None or not 0 < weight <= MAX_WEIGHT_KG:
             self.add(f"{where}.weight_kg", _BAD_WEIGHT)

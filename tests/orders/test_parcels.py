@@ -93,6 +93,8 @@ def test_the_vehicle_error_names_its_group_after_a_group_that_is_not_an_object(
         ({"weight_kg": "2"}, "parcel.weight_kg"),
         ({"weight_kg": True}, "parcel.weight_kg"),
         ({"weight_kg": 0.0001}, "parcel.weight_kg"),  # nothing, to the gram
+        ({"weight_kg": 4.7e241}, "parcel.weight_kg"),  # past what a Decimal may quantize
+        ({"weight_kg": 2**63 - 1}, "parcel.weight_kg"),
         ({"description": "x" * 201}, "parcel.description"),
         ({"description": 7}, "parcel.description"),
         ({"value": "12.345"}, "parcel.value"),
