@@ -24,7 +24,12 @@ OPERATOR_MOVES = {
     "orders.dispatch_drop",
     "orders.cancel_drop",
 }
-MONEY_MOVES = {"billing.adjust_wallet", "billing.issue_invoice", "billing.mark_invoice_paid"}
+MONEY_MOVES = {
+    "billing.adjust_wallet",
+    "billing.issue_invoice",
+    "billing.mark_invoice_paid",
+    "billing.remit_cod",  # a payout of cash collected on delivery (billing 0005)
+}
 
 APPROVAL = {
     "billing_model": "wallet",
@@ -115,6 +120,8 @@ def test_migrate_creates_operators_and_finance_with_their_own_moves():
         "billing.view_wallet",
         "billing.view_ledgerentry",
         "geo.change_servicearea",
+        "billing.view_codaccount",
+        "billing.view_codentry",
     } <= operators
     assert {
         "accounts.view_business",
@@ -122,9 +129,13 @@ def test_migrate_creates_operators_and_finance_with_their_own_moves():
         "billing.view_invoiceline",
         "billing.view_wallet",
         "billing.view_ledgerentry",
+        "billing.view_codaccount",
+        "billing.view_codentry",
+        "fleet.view_vehicletype",
     } == finance - MONEY_MOVES - {"billing.view_pricingplan"}
     # History is appended by services only: no group may edit or delete money or drops.
-    for model in ("wallet", "ledgerentry", "invoice", "invoiceline", "drop", "order"):
+    models = ("wallet", "ledgerentry", "invoice", "invoiceline", "drop", "order")
+    for model in (*models, "codaccount", "codentry"):
         for verb in ("add", "change", "delete"):
             assert not {f"billing.{verb}_{model}", f"orders.{verb}_{model}"} & (operators | finance)
 
