@@ -9,7 +9,8 @@ import pytest
 
 from billing.cod import CodRefused, remit_cod
 from billing.models import CodEntry, CodKind, EntryKind, LedgerEntry
-from events.models import Event, EventType
+from events.endpoints import create_endpoint
+from events.models import Delivery, Event, EventType
 from tests.billing.cod_helpers import assert_cod_consistent, delivered_cod, owed_of
 from tests.billing.helpers import assert_ledger_consistent, wallet_of
 
@@ -23,7 +24,16 @@ def error_of(response, status: int) -> dict:
     return body["error"]
 
 
-def test_crediting_the_wallet_moves_owed_cash_with_a_top_up(open_for_business, alice, api):
+def test_crediting_the_wallet_moves_owed_cash_with_a_top_up(
+    open_for_business, alice, api, settings
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    endpoint = create_endpoint(
+        business=alice.business,
+        environment="sandbox",
+        url="http://127.0.0.1:9/hook",
+        event_types=["cod.credited"],
+    ).endpoint
     delivered_cod(api, alice, {"C-1": "20.00", "C-2": "5.50"})
     before = wallet_of(alice).balance
 
@@ -52,6 +62,10 @@ def test_crediting_the_wallet_moves_owed_cash_with_a_top_up(open_for_business, a
         "currency": "USD",
         "at": event.data["at"],
     }
+    # The endpoint subscribed to cod.credited gets that event, and only it.
+    assert list(Delivery.objects.filter(endpoint=endpoint).values_list("event_id", flat=True)) == [
+        event.pk
+    ]
     assert_cod_consistent()
     assert assert_ledger_consistent(alice) == balance
 
