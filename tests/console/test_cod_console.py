@@ -56,6 +56,7 @@ def test_the_reconciliation_shows_owed_and_collected_today_per_business(owed, op
         ("Bob Shop", Decimal("10.00"), Decimal("10.00")),
     ]  # live only, most owed first: sandbox cash is play money
     assert "owed 52.50, collected today 52.50" in page.content.decode()
+    assert operator.get(reverse(CHANGELIST) + "?_facets=True").status_code == 200  # Show counts
     sandbox = operator.get(reverse(CHANGELIST) + "?environment=sandbox").context["cl"].result_list
     assert [(a.business.name, a.owed) for a in sandbox] == [("Alice Shop", Decimal("9.00"))]
 
