@@ -27,6 +27,9 @@ EXPECTED = [
     ("SAMPLE-INVALID-COORDINATES", "INVALID_COORDINATES"),
     ("SAMPLE-GEOCODE-FAILED", "GEOCODE_FAILED"),
     ("SAMPLE-OUT-OF-SERVICE-AREA", "OUT_OF_SERVICE_AREA"),
+    ("SAMPLE-INVALID-TIME-WINDOW", "INVALID_TIME_WINDOW"),
+    ("SAMPLE-PARCEL-TOO-LARGE", "PARCEL_TOO_LARGE"),
+    ("SAMPLE-INVALID-COD", "INVALID_COD"),
     ("SAMPLE-ACCEPTED-1", "DUPLICATE_CLIENT_ORDER_ID"),
     ("SAMPLE-SCHEDULE-IN-PAST", "SCHEDULE_IN_PAST"),
     ("SAMPLE-OUTSIDE-OPERATING-HOURS", "OUTSIDE_OPERATING_HOURS"),
@@ -58,7 +61,7 @@ def test_the_sample_yields_accepted_orders_and_every_reason_it_covers(
     assert outcomes(response) == EXPECTED
     data = response.json()["data"]
     assert data["environment"] == "sandbox"
-    assert data["counts"] == {"total": 9, "accepted": 2, "rejected": 7}
+    assert data["counts"] == {"total": 12, "accepted": 2, "rejected": 10}
     assert {reason for _, reason in EXPECTED} - {"accepted"} == ALL_REASONS - {
         "INSUFFICIENT_BALANCE"
     }
