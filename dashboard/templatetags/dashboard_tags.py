@@ -58,3 +58,9 @@ def service_zone() -> str:
 @register.simple_tag
 def support_email() -> str:
     return settings.SUPPORT_EMAIL
+
+
+@register.filter
+def kg(weight) -> str:
+    """A weight in kg without trailing zeros: 80.5, 1, 20 (docs/contract.md §18)."""
+    return "" if weight is None else f"{weight.normalize():f}"
