@@ -394,10 +394,7 @@ class _Charges:
         if decision.km is None:
             decision.km = self.km(decision)
         multiplier = self.vehicles[decision.group].price_multiplier
-        delivery = price_for(self.state.plan, decision.km)
-        if multiplier != 1:
-            delivery = (delivery * multiplier).quantize(CENT, rounding=ROUND_HALF_UP)
-        return delivery + decision.cod_fee
+        return delivery_price(self.state.plan, decision.km, multiplier) + decision.cod_fee
 
     def km(self, decision: DropDecision) -> float:
         """The drop's distance from its pickup, each pickup's terms made once."""
@@ -442,6 +439,15 @@ def cod_problem(amount: object) -> tuple[Decimal | None, str | None]:
     if value > settings.COD_MAX_AMOUNT:
         return None, f"cod.amount is over the most a courier collects ({settings.COD_MAX_AMOUNT})."
     return value, None
+
+
+def delivery_price(plan: PricingPlan, km: float, multiplier: Decimal) -> Decimal:
+    """The §7 price (half-up to cents) × the vehicle's multiplier, half-up to cents again
+    (docs/contract.md §18; docs/decisions.md "Issue 30: parcels")."""
+    delivery = price_for(plan, km)
+    if multiplier != 1:
+        delivery = (delivery * multiplier).quantize(CENT, rounding=ROUND_HALF_UP)
+    return delivery
 
 
 def cod_fee(plan: PricingPlan, amount: Decimal) -> Decimal:

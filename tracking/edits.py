@@ -23,9 +23,10 @@ from django.utils import timezone
 
 from accounts.models import Business
 from billing.adjustments import CannotCover, settle_price_change
-from billing.services import lock_account, price_for
+from billing.services import lock_account
 from events.models import EventType
 from events.services import record_events
+from fleet.models import VehicleType
 from geo.geocoders import Pin, geocode_addresses, geocode_failed_message
 from geo.geometry import DistancesFrom
 from geo.services import load_coverage
@@ -34,6 +35,7 @@ from orders.decisions import (
     Located,
     Reason,
     addresses_to_geocode,
+    delivery_price,
     locate,
     phone_is_valid,
 )
@@ -321,7 +323,12 @@ def _move_to(drop: Drop, place: Place, phone: Any, pins, edit: Edit) -> float:
     edit.columns["resolved"] = located.resolved
     order = drop.order
     km = DistancesFrom(order.pickup_lat, order.pickup_long).km(lat, long)
-    edit.price = edit.columns["price"] = price_for(drop.business.pricing_plan, km)
+    # As a new drop of its group: the vehicle's multiplier, and its COD fee kept (§18).
+    multiplier = VehicleType.objects.filter(code=order.vehicle).values_list(
+        "price_multiplier", flat=True
+    ).first() or Decimal("1.00")
+    delivery = delivery_price(drop.business.pricing_plan, km, multiplier)
+    edit.price = edit.columns["price"] = delivery + drop.cod_fee
     return km
 
 

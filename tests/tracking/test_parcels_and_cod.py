@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
-from core.formats import iso_z
+from decimal import ROUND_HALF_UP, Decimal
+
+import orjson
+
+from billing.services import price_for
+from core.formats import CENT, iso_z, money
+from geo.geometry import DistancesFrom
 from orders.models import Drop
 from tests.factories import batch, drop, group
 from tests.tracking.helpers import advance, cancel, entries
@@ -93,3 +99,27 @@ def test_a_failed_cod_drop_was_not_collected(open_for_business, alice, api):
     assert advance(api, alice.sandbox_key, "SOFA", to="FAILED").status_code == 200
     cod = entries(api.track(["SOFA"], alice.sandbox_key))["SOFA"]["cod"]
     assert cod == {"amount": "12.50", "status": "not_collected", "collected_at": None}
+
+
+def test_a_moved_drop_is_repriced_with_its_vehicle_and_keeps_its_cod_fee(
+    open_for_business, make_tenant, api
+):
+    tenant = make_tenant(base_fee="1.03", per_km_fee="1.00", sandbox_balance="100.00")
+    body = batch({**group({**drop("MOVE"), "cod": {"amount": "12.50"}}), "vehicle": "tuktuk"})
+    accepted = api.bulk(body, tenant.sandbox_key).json()["data"]["orders"][0]
+    far = {"lat": 11.5466, "long": 104.8441}  # in the area, ~9 km from the shop
+    response = api.client.patch(
+        f"/api/v1/orders/{accepted['drop_id']}",
+        orjson.dumps({"dropoff": far}),
+        content_type="application/json",
+        **api._headers(tenant.sandbox_key),
+    )
+    assert response.status_code == 200, response.content
+    entry = response.json()["data"]
+    moved = Drop.objects.get(pk=accepted["drop_id"])
+    km = DistancesFrom(moved.order.pickup_lat, moved.order.pickup_long).km(far["lat"], far["long"])
+    plan = tenant.business.pricing_plan
+    delivery = (price_for(plan, km) * Decimal("1.50")).quantize(CENT, rounding=ROUND_HALF_UP)
+    assert entry["price_breakdown"] == {"delivery": money(delivery), "cod_fee": "0.13"}
+    assert entry["price"] == money(delivery + Decimal("0.13")) == money(moved.price)
+    assert entry["price"] != accepted["price"]
