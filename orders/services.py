@@ -27,6 +27,7 @@ from core.ids import uuid7, uuid7_texts
 from core.writes import insert_chunks, insert_rows
 from events.models import EventType
 from events.services import record_events
+from fleet.models import DEFAULT_VEHICLE
 from geo.geocoders import Pin, geocode_addresses
 from geo.services import Coverage, load_coverage
 from orders.decisions import (
@@ -468,7 +469,7 @@ class OrderRow(NamedTuple):
     pickup_resolved: bool
     pickup_scheduled_at: datetime | None
     created_at: datetime
-    vehicle: str  # its code (docs/contract.md §18)
+    vehicle: str = DEFAULT_VEHICLE  # its code (docs/contract.md §18)
 
 
 class DropRow(NamedTuple):
