@@ -20,7 +20,7 @@ LOCATION = ("dropoff.lat", "dropoff.long", "dropoff.address")
 BEFORE_PICKUP = (*LOCATION, "dropoff_window", "undeliverable_action")
 # A drop's fields at creation that never change after it: sent unchanged they are ignored
 # (a client may send a whole drop back), sent changed they are 409 NOT_EDITABLE.
-FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario")
+FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario", "parcel", "cod")
 FIELDS = (*WHILE_ACTIVE, *BEFORE_PICKUP, *FIXED)
 
 _TOP = frozenset(
@@ -56,6 +56,12 @@ def parse_drop_change(body: Any) -> DropChange:
     errors = FieldErrors()
     _unknown(errors, body, _TOP, "")
     values: dict[str, Any] = {key: body[key] for key in FIXED if key in body}
+    # What is carried and the cash to collect are fixed at creation (docs/contract.md §18):
+    # read as a batch reads them, so that the same parcel sent back is seen as unchanged.
+    if "parcel" in body:
+        values["parcel"] = errors.parcel(body, "")
+    if "cod" in body:
+        values["cod"] = errors.cod(body, "")
     if "external_waybill" in body:
         values["external_waybill"] = errors.text(
             body, "external_waybill", "", MAX_WAYBILL, required=False

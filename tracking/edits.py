@@ -39,7 +39,7 @@ from orders.decisions import (
     locate,
     phone_is_valid,
 )
-from orders.inputs import Place
+from orders.inputs import MONEY_TEXT, ParcelIn, Place
 from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop, SandboxScenario
 from orders.windows import EtaTerms
 from tracking.edit_inputs import (
@@ -258,6 +258,10 @@ _CURRENT = {
     "dropoff_verification": lambda drop: drop.dropoff_pin is not None,
     # No scenario is the manual one (docs/sandbox.md): sent back as "manual", it is unchanged.
     "sandbox_scenario": lambda drop: drop.sandbox_scenario or SandboxScenario.MANUAL,
+    "parcel": lambda drop: ParcelIn(
+        drop.parcel_size, drop.parcel_weight_kg, drop.parcel_description, drop.parcel_value
+    ),
+    "cod": lambda drop: drop.cod_amount,
 }
 _COLUMNS_OF = {
     "dropoff.name": lambda value: {"recipient_name": value},
@@ -282,6 +286,10 @@ def _changed_fields(drop: Drop, change: DropChange) -> set[str]:
             value = _wants_pin(value)
         elif name == "sandbox_scenario" and value is None:
             value = SandboxScenario.MANUAL
+        elif name == "parcel" and value is None:
+            value = ParcelIn()  # the default parcel, as a drop without one has
+        elif name == "cod" and isinstance(value, str) and MONEY_TEXT.match(value):
+            value = Decimal(value)
         if value != _CURRENT[name](drop):
             changed.add(name)
     new = change.location

@@ -42,8 +42,10 @@ from orders.schema import (
     UNDELIVERABLE_ACTION_VALUES,
     WINDOW_STATUSES,
     Address,
+    CashOnDelivery,
     DropoffVerification,
     DropoffWindow,
+    Parcel,
     Pin,
     PriceBreakdown,
     coordinate,
@@ -399,6 +401,8 @@ class DropEdit(serializers.Serializer):
     client_order_id = serializers.CharField(required=False, help_text=_NEVER)
     dropoff_verification = DropoffVerification(required=False, allow_null=True, help_text=_NEVER)
     sandbox_scenario = serializers.CharField(required=False, allow_null=True, help_text=_NEVER)
+    parcel = Parcel(required=False, allow_null=True, help_text=_NEVER)
+    cod = CashOnDelivery(required=False, allow_null=True, help_text=_NEVER)
 
 
 EDIT_REASONS = [

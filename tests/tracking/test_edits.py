@@ -212,8 +212,8 @@ def test_fields_fixed_at_creation_are_not_editable_when_changed(
         ("notes", [""]),
         (None, [""]),
         (
-            {"parcel": {"weight_kg": 2}, "cod": "5.00", "status": "DELIVERED"},
-            ["parcel", "cod", "status"],
+            {"parcel": {"size": "XXL"}, "cod": "5.00", "status": "DELIVERED"},
+            ["status", "parcel.size", "cod"],
         ),
         ({"dropoff": {"resolved_pin": HOME, "name": "Dara"}}, ["dropoff.resolved_pin"]),
         ({"dropoff": "Dara"}, ["dropoff"]),
