@@ -456,7 +456,8 @@ def charge_return_fees(*, drops: list, at: datetime) -> None:
     )
     for (business_id, environment), returned in sorted(by_account.items()):
         business = businesses[business_id]
-        fees = [(d.pk, return_fee(business.pricing_plan, d.price)) for d in returned]
+        # Of the delivery price: a COD fee inside `price` is not part of it (§18).
+        fees = [(d.pk, return_fee(business.pricing_plan, d.price - d.cod_fee)) for d in returned]
         fees = [(pk, fee) for pk, fee in fees if fee]
         if not fees:
             continue

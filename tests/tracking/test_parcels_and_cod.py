@@ -7,6 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import orjson
 
+from billing.models import LedgerEntry
 from billing.services import price_for
 from core.formats import CENT, iso_z, money
 from geo.geometry import DistancesFrom
@@ -157,3 +158,17 @@ def test_the_parcel_and_the_cash_are_fixed_at_creation(open_for_business, alice,
         assert error["code"] == "NOT_EDITABLE"
         assert error["message"] == f"{next(iter(change))} cannot change after the drop is created."
     assert Drop.objects.get(pk=ids["FIX"]).cod_amount == Decimal("12.50")
+
+
+def test_a_returned_cod_drop_pays_the_return_fee_on_its_delivery_price(
+    open_for_business, make_tenant, api
+):
+    tenant = make_tenant(base_fee="2.00", per_km_fee="0", sandbox_balance="100.00")
+    body = batch(group({**drop("BACK"), "cod": {"amount": "50.00"}}))
+    accepted = api.bulk(body, tenant.sandbox_key).json()["data"]["orders"][0]
+    assert accepted["price_breakdown"] == {"delivery": "2.00", "cod_fee": "0.50"}
+    assert advance(api, tenant.sandbox_key, "BACK", to="RETURNED").status_code == 200
+    fee = LedgerEntry.objects.get(drop_id=accepted["drop_id"], kind="RETURN_FEE")
+    assert fee.amount == Decimal("-1.00")  # 50% of 2.00, not of 2.50
+    cod = entries(api.track(["BACK"], tenant.sandbox_key))["BACK"]["cod"]
+    assert cod == {"amount": "50.00", "status": "not_collected", "collected_at": None}
