@@ -2,7 +2,8 @@
 bulk pipeline's validation paths (`orders[0].dropoff[2].dropoff.phone`) mapped back to the
 file's rows and columns.
 
-No query and no request here: dashboard/uploads.py sends the body through the same
+No request here, and no query but parse_batch's one read of the active vehicle types:
+dashboard/uploads.py sends the body through the same
 `parse_batch` → `create_batch` pipeline as the API, so every rule, price and idempotency
 guarantee is the API's. The columns and choices are documented in docs/csv.md.
 """
@@ -24,6 +25,7 @@ from accounts.models import Environment
 from core.api import ApiError
 from core.csv_files import CsvUnreadable, read_table
 from orders.inputs import BatchIn, parse_batch
+from orders.results import ResultEntry
 
 # Problems listed on the page; past it they are only counted.
 MAX_PROBLEMS_SHOWN = 100
@@ -191,7 +193,7 @@ class RowResult:
     """A row of the file with its drop's entry of the bulk answer."""
 
     row: int
-    entry: dict[str, Any]
+    entry: ResultEntry
 
 
 def file_digest(data: bytes, *, business_id: Any, environment: str) -> str:
@@ -308,7 +310,7 @@ def problem_at(path: str, message: str, orders_file: OrdersFile) -> Problem:
     return Problem((rows[drop],), _DROP_FIELDS.get(rest), message)
 
 
-def results_by_row(orders_file: OrdersFile, entries: list[dict[str, Any]]) -> list[RowResult]:
+def results_by_row(orders_file: OrdersFile, entries: list[ResultEntry]) -> list[RowResult]:
     """The bulk answer's entries (submission order) beside their rows, in file order."""
     paired = zip(orders_file.drop_rows, entries, strict=True)
     return sorted((RowResult(row, entry) for row, entry in paired), key=lambda r: r.row)

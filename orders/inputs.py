@@ -160,7 +160,7 @@ def idempotency_key_from(request) -> uuid.UUID:
         ) from exc
 
 
-class _Errors:
+class FieldErrors:
     """The problems found: the first MAX_ERROR_DETAILS spelled out, the rest only counted."""
 
     def __init__(self) -> None:
@@ -407,7 +407,7 @@ def parse_batch(body: Any) -> BatchIn:
     """Check the whole shape; raise one VALIDATION_ERROR listing every problem, or return it."""
     if not isinstance(body, dict):
         raise validation_error([{"field": "", "message": "The body must be a JSON object."}])
-    errors = _Errors()
+    errors = FieldErrors()
     client_batch_id = errors.text(body, "client_batch_id", "", MAX_ID)
     if "quote_id" in body:
         errors.text(body, "quote_id", "", MAX_ID)
@@ -437,7 +437,7 @@ def parse_batch(body: Any) -> BatchIn:
     return parsed
 
 
-def _choose_vehicles(errors: _Errors, groups: dict[int, GroupIn]) -> None:
+def _choose_vehicles(errors: FieldErrors, groups: dict[int, GroupIn]) -> None:
     """Each group's vehicle among the active types, read once for the whole batch; an unknown
     or inactive code is a 400 naming its group (docs/contract.md §18)."""
     active = {vehicle.code: vehicle for vehicle in VehicleType.objects.filter(active=True)}
@@ -470,7 +470,7 @@ def _check_size(orders: list) -> None:
         )
 
 
-def _group_in(errors: _Errors, group: Any, gpath: str) -> GroupIn | None:
+def _group_in(errors: FieldErrors, group: Any, gpath: str) -> GroupIn | None:
     """One pickup group, or None when its pickup is not an object (the error noted)."""
     if not isinstance(group, dict):
         errors.add(gpath, "Must be an object with pickup and dropoff.")
@@ -508,7 +508,7 @@ def _group_in(errors: _Errors, group: Any, gpath: str) -> GroupIn | None:
     return parsed
 
 
-def _drop_in(errors: _Errors, drop: Any, dpath: str) -> DropIn | None:
+def _drop_in(errors: FieldErrors, drop: Any, dpath: str) -> DropIn | None:
     if not isinstance(drop, dict):
         errors.add(dpath, "Must be an object.")
         return None

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.api import validation_error
-from orders.inputs import MAX_NAME, MAX_WAYBILL, Place
-from orders.inputs import _Errors as FieldErrors
+from orders.inputs import MAX_NAME, MAX_WAYBILL, FieldErrors, Place
 
 # The fields of a drop, by path, in the order an edit's `changed` lists them.
 WHILE_ACTIVE = ("dropoff.name", "dropoff.phone", "notes", "external_waybill")

@@ -179,7 +179,7 @@ def test_a_quote_decides_windows_as_bulk_does(open_for_business, alice, api):
 
 
 def test_a_window_read_before_does_not_excuse_a_later_drop_s_mistakes(alice, api):
-    """Times already read are not read again (orders.inputs._Errors.moments): a later drop
+    """Times already read are not read again (orders.inputs.FieldErrors.moments): a later drop
     sending the same times with another field, or one bad end, is still refused."""
     good = windowed("W-1", start=40, end=100)
     extra = windowed("W-2", start=40, end=100)
