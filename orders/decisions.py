@@ -26,7 +26,7 @@ from fleet.models import SIZE_RANK, VehicleType
 from geo.geocoders import Pin, address_key, geocode_failed_message, unanswered_for
 from geo.geometry import DistancesFrom
 from geo.services import Coverage
-from orders.inputs import MONEY_TEXT, BatchIn, DropIn, Place
+from orders.inputs import MONEY_TEXT, BatchIn, DropIn, ParcelIn, Place
 from orders.windows import EtaTerms
 
 
@@ -369,7 +369,7 @@ class _Charges:
         problem = None
         if drop.parcel is not None:  # a drop that says nothing of its parcel is not weighed
             vehicle = self.vehicles[decision.group]
-            problem = parcel_problem(drop, vehicle, self.loads.get(decision.group, ZERO_KG))
+            problem = parcel_problem(drop.parcel, vehicle, self.loads.get(decision.group, ZERO_KG))
         if problem is not None:
             decision.reason, decision.side, decision.detail = (
                 Reason.PARCEL_TOO_LARGE, "drop", problem
@@ -407,10 +407,11 @@ class _Charges:
 ZERO_KG = Decimal("0")
 
 
-def parcel_problem(drop: DropIn, vehicle: VehicleType, load: Decimal) -> str | None:
+def parcel_problem(parcel: ParcelIn, vehicle: VehicleType, load: Decimal) -> str | None:
     """Rule 8 (docs/contract.md §18): why the parcel does not fit the vehicle, or None. `load`
-    is the weight of the group's drops accepted before this one."""
-    size, weight, code = drop.parcel_size, drop.weight_kg, vehicle.code
+    is the weight the group carries beside it: its drops accepted before this one (a batch),
+    or its other active drops (an edit, tracking/edits.py)."""
+    size, weight, code = parcel.size, parcel.weight_kg, vehicle.code
     if SIZE_RANK[size] > SIZE_RANK[vehicle.max_parcel_size]:
         return (
             f"A size {size} parcel is larger than a {code} takes (up to {vehicle.max_parcel_size})."

@@ -16,15 +16,13 @@ from orders.inputs import MAX_NAME, MAX_WAYBILL, FieldErrors, Place
 # The fields of a drop, by path, in the order an edit's `changed` lists them.
 WHILE_ACTIVE = ("dropoff.name", "dropoff.phone", "notes", "external_waybill")
 LOCATION = ("dropoff.lat", "dropoff.long", "dropoff.address")
-BEFORE_PICKUP = (*LOCATION, "dropoff_window", "undeliverable_action")
+BEFORE_PICKUP = (*LOCATION, "dropoff_window", "undeliverable_action", "parcel", "cod")
 # A drop's fields at creation that never change after it: sent unchanged they are ignored
 # (a client may send a whole drop back), sent changed they are 409 NOT_EDITABLE.
-FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario", "parcel", "cod")
+FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario")
 FIELDS = (*WHILE_ACTIVE, *BEFORE_PICKUP, *FIXED)
 
-_TOP = frozenset(
-    {"dropoff", "notes", "external_waybill", "dropoff_window", "undeliverable_action", *FIXED}
-)
+_TOP = frozenset({"dropoff", *WHILE_ACTIVE[2:], *BEFORE_PICKUP[3:], *FIXED})
 _PLACE = frozenset({"lat", "long", "address"})
 _RECIPIENT = frozenset({"name", "phone", *_PLACE})
 _UNKNOWN = "Unknown field: a drop has no such field (docs/contract.md §17 lists what may change)."
@@ -55,8 +53,8 @@ def parse_drop_change(body: Any) -> DropChange:
     errors = FieldErrors()
     _unknown(errors, body, _TOP, "")
     values: dict[str, Any] = {key: body[key] for key in FIXED if key in body}
-    # What is carried and the cash to collect are fixed at creation (docs/contract.md §18):
-    # read as a batch reads them, so that the same parcel sent back is seen as unchanged.
+    # What is carried and the cash to collect, read as a batch reads them (the same parsers):
+    # the same parcel sent back is seen as unchanged, and a new one is judged as at creation.
     if "parcel" in body:
         values["parcel"] = errors.parcel(body, "")
     if "cod" in body:

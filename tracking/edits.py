@@ -6,8 +6,9 @@ the same functions a batch runs)? It writes nothing. `edit_drop` geocodes a new 
 first, outside any transaction, then in one transaction takes the locks, judges, writes
 the drop, settles a new price (billing/adjustments.py) and records `order.updated`.
 
-Locks, in the order every writer takes them: the account (only when the location may move
-the price, as a batch and a cancel take it), then the drop's row, then the event feed.
+Locks, in the order every writer takes them: the account (only when the location or the cash
+to collect may move the price, as a batch and a cancel take it, or a new parcel weighs on its
+order's load), then the drop's row, then the event feed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from django.db import transaction
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from accounts.models import Business
@@ -32,14 +34,18 @@ from geo.geometry import DistancesFrom
 from geo.services import load_coverage
 from orders.decisions import (
     MESSAGES,
+    ZERO_KG,
     Located,
     Reason,
     addresses_to_geocode,
+    cod_fee,
+    cod_problem,
     delivery_price,
     locate,
+    parcel_problem,
     phone_is_valid,
 )
-from orders.inputs import MONEY_TEXT, ParcelIn, Place
+from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, MONEY_TEXT, ParcelIn, Place
 from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop, SandboxScenario
 from orders.windows import EtaTerms
 from tracking.edit_inputs import (
@@ -89,11 +95,13 @@ class EditRejected(EditRefused):
 @dataclass(slots=True)
 class Edit:
     """What an edit changes: the drop's columns, the fields a client sees change (in FIELDS
-    order, then "price"), and the new price when the location moved it."""
+    order, then "price"), the new price when the location or the cash to collect moved it,
+    and the new delivery price (without the COD fee) when the location moved."""
 
     columns: dict[str, Any] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     price: Decimal | None = None
+    delivery: Decimal | None = None
 
 
 def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: DropChange) -> dict:
@@ -109,12 +117,16 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
     )
     if status is None:
         raise DropNotFound("No such order.")
-    # A drop never goes back to SCHEDULED or PENDING: past them its location cannot change,
-    # so only then is a new address geocoded (before any lock) or the account locked.
-    moves = change.moves_location and status in INITIAL_STATUSES
+    # A drop never goes back to SCHEDULED or PENDING: past them its location, parcel and cash
+    # cannot change, so only then is a new address geocoded (before any lock) or the account
+    # locked. The account lock also keeps an order's load: a parcel is weighed against its
+    # order's other drops, and two edits of one order's parcels wait for each other there.
+    before_pickup = status in INITIAL_STATUSES
+    moves = change.moves_location and before_pickup
     pins = geocode_addresses(addresses_to_geocode([change.location])) if moves else {}
+    locks = before_pickup and (moves or not _ACCOUNT_READS.isdisjoint(change.values))
     with transaction.atomic():
-        wallet = lock_account(business=business, environment=environment) if moves else None
+        wallet = lock_account(business=business, environment=environment) if locks else None
         drop = (
             Drop.objects.select_for_update(of=("self",))
             .select_related("order", "business__pricing_plan")
@@ -137,6 +149,10 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
     return entry
 
 
+# Fields besides the location whose edit takes the account lock (see edit_drop).
+_ACCOUNT_READS = frozenset({"parcel", "cod"})
+
+
 def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> list[Drop]:
     """The drop's new values and, for a new price, the money: both or neither. A new window
     or place works the window status out afresh, as a move does (tracking.windows); the
@@ -152,7 +168,8 @@ def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> list[Drop]:
                 at=now,
             )
         except CannotCover as short:
-            raise EditRejected(Reason.INSUFFICIENT_BALANCE, str(short), LOCATION) from short
+            fields = [name for name in edit.changed if name in _PRICED]
+            raise EditRejected(Reason.INSUFFICIENT_BALANCE, str(short), fields) from short
     # updated_at moves: GET /orders?updated_since= sees the edit (tracking/listing.py).
     Drop.objects.filter(pk=drop.pk).update(**edit.columns, updated_at=now)
     if not _WINDOW_READS.intersection(edit.columns):
@@ -164,6 +181,8 @@ def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> list[Drop]:
 
 # What a drop's window status is worked out from, of what an edit may change.
 _WINDOW_READS = frozenset({"window_start", "window_end", "lat", "long"})
+# The fields whose change may move the price.
+_PRICED = frozenset({*LOCATION, "cod"})
 
 
 def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, now) -> Edit:
@@ -198,6 +217,13 @@ def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, n
     window = values["dropoff_window"] if "dropoff_window" in changed else _window_of(drop)
     if window is not None and ("dropoff_window" in changed or km is not None):
         _check_window(drop, window, now, km, edit)
+    if "parcel" in changed:
+        _check_parcel(drop, values["parcel"])
+    fee = _check_cod(drop, values["cod"], edit) if "cod" in changed else drop.cod_fee
+    if edit.delivery is not None or "cod" in changed:
+        # price = delivery + cod_fee (§18): a part that did not change is kept as charged.
+        delivery = drop.price - drop.cod_fee if edit.delivery is None else edit.delivery
+        edit.price = edit.columns["price"] = delivery + fee
     edit.changed = [
         name
         for name in CHANGED_ORDER
@@ -263,6 +289,7 @@ _CURRENT = {
     ),
     "cod": lambda drop: drop.cod_amount,
 }
+_NOT_MONEY = object()
 _COLUMNS_OF = {
     "dropoff.name": lambda value: {"recipient_name": value},
     "dropoff.phone": lambda value: {"recipient_phone": value},
@@ -273,7 +300,19 @@ _COLUMNS_OF = {
         "window_end": value and value[1],
     },
     "undeliverable_action": lambda value: {"undeliverable_action": value},
+    "parcel": lambda value: _parcel_columns(value or ParcelIn()),
 }
+
+
+def _parcel_columns(parcel: ParcelIn) -> dict[str, Any]:
+    """A parcel as its drop's columns; null is sent as the contract's default (S, 1 kg), which
+    a drop that says nothing of its parcel has."""
+    return {
+        "parcel_size": parcel.size,
+        "parcel_weight_kg": parcel.weight_kg,
+        "parcel_description": parcel.description,
+        "parcel_value": parcel.value,
+    }
 
 
 def _changed_fields(drop: Drop, change: DropChange) -> set[str]:
@@ -288,8 +327,10 @@ def _changed_fields(drop: Drop, change: DropChange) -> set[str]:
             value = SandboxScenario.MANUAL
         elif name == "parcel" and value is None:
             value = ParcelIn()  # the default parcel, as a drop without one has
-        elif name == "cod" and isinstance(value, str) and MONEY_TEXT.match(value):
-            value = Decimal(value)
+        elif name == "cod" and value is not None:
+            # An amount not in money form is a change whatever it equals: rule 9 judges it.
+            money_text = isinstance(value, str) and MONEY_TEXT.match(value)
+            value = Decimal(value) if money_text else _NOT_MONEY
         if value != _CURRENT[name](drop):
             changed.add(name)
     new = change.location
@@ -331,12 +372,10 @@ def _move_to(drop: Drop, place: Place, phone: Any, pins, edit: Edit) -> float:
     edit.columns["resolved"] = located.resolved
     order = drop.order
     km = DistancesFrom(order.pickup_lat, order.pickup_long).km(lat, long)
-    # As a new drop of its group: the vehicle's multiplier, and its COD fee kept (§18).
-    multiplier = VehicleType.objects.filter(code=order.vehicle).values_list(
-        "price_multiplier", flat=True
-    ).first() or Decimal("1.00")
-    delivery = delivery_price(drop.business.pricing_plan, km, multiplier)
-    edit.price = edit.columns["price"] = delivery + drop.cod_fee
+    vehicle = _vehicle_of(drop)
+    multiplier = Decimal("1.00") if vehicle is None else vehicle.price_multiplier
+    # As a new drop of its group: the vehicle's multiplier (the COD fee is check_edit's).
+    edit.delivery = delivery_price(drop.business.pricing_plan, km, multiplier)
     return km
 
 
@@ -353,3 +392,57 @@ def _check_window(
     if problem is not None:
         fields = ["dropoff_window"] if "window_start" in edit.columns else list(LOCATION)
         raise EditRejected(Reason.INVALID_TIME_WINDOW, problem, fields)
+
+
+def _vehicle_of(drop: Drop) -> VehicleType | None:
+    """The order's vehicle type (docs/contract.md §18); None if an operator deleted it."""
+    return VehicleType.objects.filter(code=drop.order.vehicle).first()
+
+
+def _check_parcel(drop: Drop, parcel: ParcelIn | None) -> None:
+    """Rule 8 for a new parcel: its size and weight fit the order's vehicle, and with the
+    order's other active drops that say their parcel it stays within the vehicle's load. A
+    parcel set back to the default (null) is not weighed, as a drop that says nothing of its
+    parcel is not at creation (docs/decisions.md, "Issue 29: editing parcel and cod")."""
+    vehicle = _vehicle_of(drop)
+    if parcel is None or vehicle is None:
+        return
+    problem = parcel_problem(parcel, vehicle, _load_beside(drop))
+    if problem is not None:
+        raise EditRejected(Reason.PARCEL_TOO_LARGE, problem, ["parcel"])
+
+
+# A drop whose stored parcel is the contract's default said nothing of it: it is not weighed.
+_UNSAID_PARCEL = Q(
+    parcel_size=DEFAULT_PARCEL_SIZE,
+    parcel_weight_kg=DEFAULT_WEIGHT_KG,
+    parcel_description__isnull=True,
+    parcel_value__isnull=True,
+)
+
+
+def _load_beside(drop: Drop) -> Decimal:
+    """The weight the drop's order carries beside it, in one query: its other active drops
+    that say their parcel. Read under the account lock (edit_drop), which every other edit
+    of a parcel waits for, and no batch adds a drop to an existing order."""
+    others = (
+        Drop.objects.filter(order_id=drop.order_id, status__in=ACTIVE_STATUSES)
+        .exclude(pk=drop.pk)
+        .exclude(_UNSAID_PARCEL)
+    )
+    return others.aggregate(load=Sum("parcel_weight_kg"))["load"] or ZERO_KG
+
+
+def _check_cod(drop: Drop, amount: Any, edit: Edit) -> Decimal:
+    """Rule 9 for a new cash amount (None removes it); its columns into `edit`; its COD fee,
+    the plan's cod_fee_percent of it, as at creation (orders.decisions)."""
+    if amount is None:
+        fee = Decimal("0.00")
+        edit.columns |= {"cod_amount": None, "cod_fee": fee}
+        return fee
+    value, problem = cod_problem(amount)
+    if problem is not None:
+        raise EditRejected(Reason.INVALID_COD, problem, ["cod"])
+    fee = cod_fee(drop.business.pricing_plan, value)
+    edit.columns |= {"cod_amount": value, "cod_fee": fee}
+    return fee

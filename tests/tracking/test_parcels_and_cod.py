@@ -126,40 +126,6 @@ def test_a_moved_drop_is_repriced_with_its_vehicle_and_keeps_its_cod_fee(
     assert entry["price"] != accepted["price"]
 
 
-def patch(api, key: str, drop_id: str, body: dict):
-    return api.client.patch(
-        f"/api/v1/orders/{drop_id}",
-        orjson.dumps(body),
-        content_type="application/json",
-        **api._headers(key),
-    )
-
-
-def test_the_parcel_and_the_cash_are_fixed_at_creation(open_for_business, alice, api):
-    body = batch(group({**drop("FIX"), "cod": {"amount": "12.50"}}, drop("PLAIN")))
-    ids = {
-        o["client_order_id"]: o["drop_id"]
-        for o in api.bulk(body, alice.sandbox_key).json()["data"]["orders"]
-    }
-    key = alice.sandbox_key
-    # Sent back as they are (a client may send the whole drop), they are not changes.
-    same = {"parcel": {"size": "S", "weight_kg": 1}, "cod": {"amount": "12.5"}, "notes": "Gate 4"}
-    assert patch(api, key, ids["FIX"], same).status_code == 200
-    assert patch(api, key, ids["PLAIN"], {"parcel": None, "cod": None}).status_code == 200
-    for drop_id, change in [
-        (ids["FIX"], {"cod": {"amount": "13.00"}}),
-        (ids["FIX"], {"cod": None}),
-        (ids["PLAIN"], {"cod": {"amount": "1.00"}}),
-        (ids["PLAIN"], {"parcel": {"size": "M"}}),
-    ]:
-        response = patch(api, key, drop_id, change)
-        assert response.status_code == 409, (change, response.content)
-        error = response.json()["error"]
-        assert error["code"] == "NOT_EDITABLE"
-        assert error["message"] == f"{next(iter(change))} cannot change after the drop is created."
-    assert Drop.objects.get(pk=ids["FIX"]).cod_amount == Decimal("12.50")
-
-
 def test_a_returned_cod_drop_pays_the_return_fee_on_its_delivery_price(
     open_for_business, make_tenant, api
 ):
