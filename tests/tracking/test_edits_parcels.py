@@ -170,6 +170,16 @@ def test_an_amount_not_allowed_is_invalid_cod(open_for_business, alice, api, amo
     assert updates_of(drop_id) == []
 
 
+def test_an_amount_as_a_number_is_invalid_cod_even_when_it_equals_the_stored_one(
+    open_for_business, alice, api
+):
+    ids = place_group(api, alice.sandbox_key, carrying("CASH", cod={"amount": "12.50"}))
+
+    assert_rejected(
+        patch(api, ids["CASH"], {"cod": {"amount": 12.5}}, alice.sandbox_key), "INVALID_COD"
+    )
+
+
 @pytest.mark.parametrize(
     ("body", "fields"),
     [
