@@ -114,7 +114,7 @@ def test_sign_up_to_live_key(open_for_business, operator, new_page, live_server,
     # The sample batch goes through the same pipeline and shows every outcome.
     nav(shop, "Sandbox console")
     shop.get_by_role("button", name="Send the sample batch").click()
-    expect(shop.get_by_text("Sample batch sent: 2 accepted, 7 rejected.")).to_be_visible()
+    expect(shop.get_by_text("Sample batch sent: 2 accepted, 10 rejected.")).to_be_visible()
     expect(shop.get_by_test_id("batch-results")).to_contain_text("DUPLICATE_CLIENT_ORDER_ID")
     screenshot(shop, "batch-sample")
     nav(shop, "Batches")

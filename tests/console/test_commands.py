@@ -127,6 +127,13 @@ def test_provision_business_sets_wallet_balances_and_pricing(api):
         "per_km_fee": "0.25",
         "included_km": "2.50",
         "return_fee_percent": "50.00",
+        "cod_fee_percent": "1.00",
+        "vehicle_multipliers": {
+            "motorbike": "1.00",
+            "tuktuk": "1.50",
+            "car": "2.00",
+            "van": "3.00",
+        },
     }
     live = account(api, printed["live_key"])
     assert live["wallet"] == {"balance": "12.34", "owed": "0.00"}
