@@ -401,8 +401,18 @@ class DropEdit(serializers.Serializer):
     client_order_id = serializers.CharField(required=False, help_text=_NEVER)
     dropoff_verification = DropoffVerification(required=False, allow_null=True, help_text=_NEVER)
     sandbox_scenario = serializers.CharField(required=False, allow_null=True, help_text=_NEVER)
-    parcel = Parcel(required=False, allow_null=True, help_text=_NEVER)
-    cod = CashOnDelivery(required=False, allow_null=True, help_text=_NEVER)
+    parcel = Parcel(
+        required=False,
+        allow_null=True,
+        help_text="SCHEDULED or PENDING only; null is the default parcel (S, 1 kg). It must fit "
+        "the order's vehicle, with its other active drops' parcels (PARCEL_TOO_LARGE).",
+    )
+    cod = CashOnDelivery(
+        required=False,
+        allow_null=True,
+        help_text="SCHEDULED or PENDING only; null removes it and gives its fee back. A new "
+        "amount (INVALID_COD as at creation) has the plan's fee, settled at once.",
+    )
 
 
 EDIT_REASONS = [
@@ -411,6 +421,8 @@ EDIT_REASONS = [
     Reason.GEOCODE_FAILED.name,
     Reason.OUT_OF_SERVICE_AREA.name,
     Reason.INVALID_TIME_WINDOW.name,
+    Reason.PARCEL_TOO_LARGE.name,
+    Reason.INVALID_COD.name,
     Reason.INSUFFICIENT_BALANCE.name,
 ]
 _EditRejectedError = shape(
@@ -436,9 +448,9 @@ NOT_EDITABLE = failure(
     "NotEditable",
     409,
     ["NOT_EDITABLE"],
-    "A field sent that may not change now (`details` names each): the location, window or "
-    "undeliverable_action past PENDING, a field that never changes, or any field of a "
-    "finished drop. Nothing changed.",
+    "A field sent that may not change now (`details` names each): the location, window, "
+    "undeliverable_action, parcel or cod past PENDING, a field that never changes, or any "
+    "field of a finished drop. Nothing changed.",
 )
 ORDER_NOT_FOUND = failure(
     "OrderNotFound",
@@ -454,10 +466,10 @@ EDIT = operation(
     "Change an order after creation",
     "A partial drop: only the fields sent change. While the drop is active: the recipient's "
     "name and phone, notes, external_waybill. In SCHEDULED or PENDING only: the location, "
-    "dropoff_window and undeliverable_action. The edited drop must pass the rules of "
-    "creation (422 EDIT_REJECTED with failure_reason). A location that moves the price "
-    "settles the difference at once: a wallet ADJUSTMENT naming the drop (a debit the "
-    "wallet cannot cover is INSUFFICIENT_BALANCE), or a line on the open invoice. Answers "
+    "dropoff_window, undeliverable_action, parcel and cod. The edited drop must pass the rules "
+    "of creation (422 EDIT_REJECTED with failure_reason). A location or COD amount that moves "
+    "the price settles the difference at once: a wallet ADJUSTMENT naming the drop (a debit "
+    "the wallet cannot cover is INSUFFICIENT_BALANCE), or a line on the open invoice. Answers "
     "the tracking entry; an `order.updated` event carries it with `changed`, the fields "
     "that changed (and `price`). An edit that changes nothing changes and sends nothing.",
     request=DropEdit,
@@ -473,6 +485,11 @@ EDIT = operation(
         OpenApiExample(
             "A new phone and a note",
             value={"dropoff": {"phone": "+85512345670"}, "notes": "Gate code 42"},
+            request_only=True,
+        ),
+        OpenApiExample(
+            "A heavier parcel and cash to collect",
+            value={"parcel": {"size": "M", "weight_kg": 4.5}, "cod": {"amount": "25.00"}},
             request_only=True,
         ),
         OpenApiExample(

@@ -43,6 +43,8 @@ def test_the_edit_is_described_with_its_body_and_every_refusal():
         "GEOCODE_FAILED",
         "OUT_OF_SERVICE_AREA",
         "INVALID_TIME_WINDOW",
+        "PARCEL_TOO_LARGE",
+        "INVALID_COD",
         "INSUFFICIENT_BALANCE",
     ]
     entry = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
