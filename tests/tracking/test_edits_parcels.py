@@ -17,6 +17,7 @@ from events.models import Event
 from orders.models import Drop, DropStatus
 from tests.billing.helpers import assert_ledger_consistent, wallet_of
 from tests.factories import batch, drop, group
+from tests.fixtures import Api
 from tests.helpers import assert_error
 from tests.tracking.helpers import cancel, entries
 from tests.tracking.test_edits import (
@@ -28,7 +29,10 @@ from tests.tracking.test_edits import (
     updates_of,
     window_from,
 )
+from tests.tracking.test_edits_concurrency import holding, patch_waiting
 from tests.tracking.test_edits_money import adjustments_of, price_at
+from tracking.edit_inputs import parse_drop_change
+from tracking.edits import edit_drop
 
 S = DropStatus
 BOX = {"size": "M", "weight_kg": 5, "description": "Shoes", "value": "40"}
@@ -339,3 +343,30 @@ def test_parcel_and_cod_sent_as_they_are_change_nothing_and_tell_nothing(
     assert not Event.objects.filter(type="order.updated").exists()
     assert wallet_of(alice).balance == start
     assert not LedgerEntry.objects.filter(kind=EntryKind.ADJUSTMENT).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_edits_of_one_orders_parcels_are_judged_one_after_the_other(open_for_business, alice):
+    """Each edit alone fits the motorbike's 30 kg (10 + 20); together they would carry 40. The
+    second waits for the first's account lock and is judged on the weight it left."""
+    key = alice.sandbox_key
+    ids = place_group(
+        Api(),
+        key,
+        carrying("FIRST", parcel={"weight_kg": 10}),
+        carrying("SECOND", parcel={"weight_kg": 10}),
+    )
+    heavier = {"parcel": {"weight_kg": 20}}
+
+    def first_edit():
+        change = parse_drop_change(heavier)
+        edit_drop(
+            business=alice.business, environment="sandbox", drop_id=ids["FIRST"], change=change
+        )
+
+    with holding(first_edit):
+        second = patch_waiting(ids["SECOND"], heavier, key)
+
+    error = assert_rejected(second.result(timeout=30), "PARCEL_TOO_LARGE")
+    assert "40 kg" in error["message"]
+    assert (parcel_of(ids["FIRST"])[1], parcel_of(ids["SECOND"])[1]) == (money("20"), money("10"))
