@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString
 
 from billing.cod import CodRefused, accounts_with_totals, remit_cod
 from billing.models import CodAccount, CodEntry
-from console.columns import EMPTY, ServiceTimesAdmin, ServiceTimesInline, cut, when
+from console.columns import EMPTY, LedgerInline, ServiceTimesAdmin, cut, when
 from console.history import record
 from core.admin import ReadOnlyAdmin
 from core.formats import money
@@ -61,16 +61,9 @@ def environment_of(request: HttpRequest) -> str:
     return chosen if chosen in ENVIRONMENTS else "live"
 
 
-class CodEntryInline(ServiceTimesInline, admin.TabularInline):
+class CodEntryInline(LedgerInline):
     model = CodEntry
-    extra = 0
     fields = ["created_at", "kind", "amount", "owed_after", "drop", "reference", "actor", "note"]
-    readonly_fields = fields
-    can_delete = False
-    ordering = ["-id"]
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(CodAccount)

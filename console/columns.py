@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date, datetime
 
+from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
@@ -140,3 +141,18 @@ class ServiceTimesInline(ServiceTimes):
             kwargs["fields"] = flatten_fieldsets(self.get_fieldsets(request, obj))
         kwargs["fields"] = self._form_fields(kwargs["fields"])
         return super().get_formset(request, obj, **kwargs)
+
+
+class LedgerInline(ServiceTimesInline, admin.TabularInline):
+    """An append-only ledger's entries under their account, newest first: every field
+    read-only, none added or deleted here (a ledger grows only through its service)."""
+
+    extra = 0
+    can_delete = False
+    ordering = ["-id"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False

@@ -10,7 +10,7 @@ from django.utils.safestring import SafeString
 
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, LedgerEntry, PricingPlan, Wallet
 from billing.services import BillingError, close_invoices, invoice_period, mark_invoice_paid
-from console.columns import EMPTY, ServiceTimesAdmin, ServiceTimesInline, cut, when
+from console.columns import EMPTY, LedgerInline, ServiceTimesAdmin, ServiceTimesInline, cut, when
 from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
 
@@ -22,19 +22,12 @@ class PricingPlanAdmin(ServiceTimesAdmin, admin.ModelAdmin):
     ]  # fmt: skip
 
 
-class LedgerEntryInline(ServiceTimesInline, admin.TabularInline):
+class LedgerEntryInline(LedgerInline):
     model = LedgerEntry
-    extra = 0
     fields = [
         "created_at", "kind", "amount", "balance_after", "owed_change", "owed_after", "drop",
         "batch", "actor", "note",
     ]  # fmt: skip
-    readonly_fields = fields
-    can_delete = False
-    ordering = ["-id"]
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Wallet)

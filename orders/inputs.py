@@ -234,6 +234,14 @@ class FieldErrors:
             return None
         return value if valid else None
 
+    def unknown_fields(self, value: dict, where: str, known, allowed: str) -> bool:
+        """Whether the object `value` has fields outside `known`; if so, says which and what
+        is `allowed`."""
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; {allowed}.")
+        return bool(unknown)
+
     def verification(self, obj: dict, path: str) -> bool:
         """`dropoff_verification`: absent, or an object whose `pin` is a boolean."""
         value = obj.get("dropoff_verification")
@@ -243,9 +251,7 @@ class FieldErrors:
         if not isinstance(value, dict) or not isinstance(value.get("pin", False), bool):
             self.add(where, 'Must be an object such as {"pin": true}.')
             return False
-        unknown = sorted(set(value) - {"pin"})
-        if unknown:
-            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; only pin.")
+        if self.unknown_fields(value, where, {"pin"}, "only pin"):
             return False
         return value.get("pin", False)
 
@@ -312,9 +318,7 @@ class FieldErrors:
         if not isinstance(value, dict):
             self.add(where, 'Must be an object such as {"start": "…Z", "end": "…Z"}.')
             return None
-        unknown = sorted(set(value) - _WINDOW_FIELDS)
-        if unknown:
-            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; only start and end.")
+        if self.unknown_fields(value, where, _WINDOW_FIELDS, "only start and end"):
             return None
         for key in ("start", "end"):
             if value.get(key) is None:
@@ -346,9 +350,7 @@ class FieldErrors:
         if not isinstance(value, dict):
             self.add(where, 'Must be an object such as {"size": "M", "weight_kg": 2.5}.')
             return None
-        unknown = sorted(set(value) - PARCEL_FIELDS)
-        if unknown:
-            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; {_PARCEL_KNOWN}.")
+        if self.unknown_fields(value, where, PARCEL_FIELDS, _PARCEL_KNOWN):
             return None
         size = value.get("size", DEFAULT_PARCEL_SIZE)
         if size not in PARCEL_SIZES:
@@ -390,9 +392,7 @@ class FieldErrors:
         if not isinstance(value, dict) or value.get("amount") is None:
             self.add(where, 'Must be an object such as {"amount": "12.50"}.')
             return None
-        unknown = sorted(set(value) - {"amount"})
-        if unknown:
-            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; only amount.")
+        if self.unknown_fields(value, where, {"amount"}, "only amount"):
             return None
         return value["amount"]
 
