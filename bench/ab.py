@@ -43,7 +43,9 @@ from bench.bulk import (  # noqa: E402
     Client,
     Gunicorn,
     Template,
+    carried_batch,
     check_batch,
+    committed_batch,
     coordinate_batch,
     post_batch,
     seed,
@@ -89,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--preload", type=int, default=20_000, help="drops written first")
     parser.add_argument(
-        "--cases", default="bulk1000,track1000", help="bulk1, bulk1000, bulk5000, track1000"
+        "--cases",
+        default="bulk1000,track1000",
+        help="bulk1, bulk1000, bulk5000, committed1000, carried1000, track1000",
     )
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as cleanup:
@@ -134,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             "bulk1": bulk(coordinate_batch(1)),
             "bulk1000": bulk(coordinate_batch(1000)),
             "bulk5000": bulk(coordinate_batch(5000)),
+            "committed1000": bulk(committed_batch(1000)),
+            "carried1000": bulk(carried_batch(1000)),
             "track1000": track,
         }
         for case in args.cases.split(","):

@@ -1,6 +1,7 @@
 """Where a 1000-drop batch spends its time, in-process: a profile to decide what to change.
 
-    .venv/bin/python bench/profile_bulk.py [--drops N] [--runs R] [--top K] [--sort KEY]
+    .venv/bin/python bench/profile_bulk.py [--case plain|committed|carried] [--drops N] [--runs R]
+                                           [--top K] [--sort KEY]
 
 The same throwaway PostgreSQL, migration and seed as bench/bulk.py, then Django in this
 process: each run goes through the whole WSGI stack (middleware, authentication, the rate
@@ -37,7 +38,9 @@ from bench.bulk import (  # noqa: E402
     DB_NAME,
     HOST,
     bare_floor_run,
+    carried_batch,
     check_batch,
+    committed_batch,
     coordinate_batch,
     create_bare_tables,
     seed,
@@ -53,6 +56,11 @@ PHASES = (
     ("orders.decisions", "Decider.__init__", "  decide the pickups"),
     ("orders.decisions", "Decider.next_drops", "  decide the drops (inside the COPY's stream)"),
     ("orders.services", "_write_drops", "  orders and drops: decided, built, stored at once"),
+    ("orders.services", "_BatchRows.accepted", "    accepted rows"),
+    ("orders.services", "window_columns", "      window columns"),
+    ("orders.services", "carried", "      parcel columns"),
+    ("orders.services", "price_breakdown", "      price breakdown"),
+    ("orders.decisions", "Decider._check_window", "    rule 7"),
     ("orders.services", "open_till", "  lock the account"),
     ("orders.services", "taken_ids", "  taken ids (one taken, or a drop short of balance)"),
     ("orders.services", "claim", "  claim key and batch"),
@@ -64,6 +72,9 @@ PHASES = (
     ("core.throttling", "ApiKeyRateThrottle.allow_request", "rate limit"),
     ("django.db.backends.base.base", "BaseDatabaseWrapper.commit", "commit"),
 )
+
+
+CASES = {"plain": coordinate_batch, "committed": committed_batch, "carried": carried_batch}
 
 
 def time_phases() -> dict[str, list[float]]:
@@ -97,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sort", default="tottime")
     parser.add_argument(
+        "--case",
+        choices=sorted(CASES),
+        default="plain",
+        help="plain drops, a window and notes on each (issue 29), a parcel and COD (issue 30)",
+    )
+    parser.add_argument(
         "--preload", type=int, default=100_000, help="drops written first (as the bench has)"
     )
     args = parser.parse_args(argv)
@@ -112,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         from django.test import Client
 
         client = Client(HTTP_HOST=HOST, HTTP_AUTHORIZATION=f"Bearer {tenant.key}")
-        template = coordinate_batch(args.drops)
+        template = CASES[args.case](args.drops)
 
         def one() -> float:
             body = template.fresh()
@@ -180,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
             content_type="application/json",
             HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
         ).content
+        columns = template.columns
         for _ in range(3):
-            bare_floor_run(db, tenant, answer, args.drops)
-        floors = [bare_floor_run(db, tenant, answer, args.drops) for _ in range(args.runs)]
+            bare_floor_run(db, tenant, answer, args.drops, columns)
+        floors = [bare_floor_run(db, tenant, answer, args.drops, columns) for _ in range(args.runs)]
         floor = statistics.median(floors)
         print(
             f"bare floor: median {floor * 1000:.1f} ms; in-process batch / bare floor ="

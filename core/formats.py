@@ -44,6 +44,16 @@ def money(value: Decimal | None) -> str | None:
     return format(value.quantize(CENT), "f")
 
 
+class MoneyTexts(dict):
+    """money() of each amount met so far: a batch's thousand prices are a few dozen
+    amounts, and a dict lookup costs a third of formatting one (docs/decisions.md, issue 34).
+    For amounts of at least zero: -0 and 0 are one key."""
+
+    def __missing__(self, value: Decimal) -> str:
+        text = self[value] = format(value.quantize(CENT), "f")
+        return text
+
+
 def zone_label(local: datetime) -> str:
     """The zone's own abbreviation (CET, ICT) when it has one, else its UTC offset (UTC+7)."""
     name = local.tzname() or ""

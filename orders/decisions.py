@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from enum import IntEnum
 from functools import lru_cache
@@ -187,6 +187,7 @@ class DropDecision:
     cod_amount: Decimal | None = None  # the cash to collect, once rule 9 passed it
     km: float | None = None  # from the pickup: worked out for a priced or windowed drop
     detail: str = ""  # what is wrong with the window (INVALID_TIME_WINDOW)
+    risk_at: datetime | None = None  # a kept window: when it turns at risk if nothing moves
 
     @property
     def accepted(self) -> bool:
@@ -260,6 +261,8 @@ class Decider:
         self._done = 0
         self._now = now
         self._terms: EtaTerms | None = None  # read when the first window comes
+        # What each (window, pickup time) allows whatever the distance (rule 7).
+        self._slacks: dict[tuple, tuple[str | None, timedelta]] = {}
 
     def __len__(self) -> int:
         return len(self._drops)
@@ -285,15 +288,24 @@ class Decider:
         return decided
 
     def _check_window(self, decision: DropDecision) -> None:
-        """Rule 7: the drop-off window can be kept, by the ETA model from the pickup time."""
-        if self._terms is None:
-            self._terms = EtaTerms()
+        """Rule 7: the drop-off window can be kept, by the ETA model from the pickup time;
+        if so, when it turns at risk should nothing move (its row stores that)."""
+        terms = self._terms
+        if terms is None:
+            terms = self._terms = EtaTerms()
         decision.km = self._charges.km(decision)
+        window = decision.drop.window
         pickup_time = self.batch.groups[decision.group].pickup.scheduled_at or self._now
-        problem = self._terms.window_problem(
-            decision.drop.window, pickup_time, self._now, decision.km
-        )
-        if problem is not None:
+        slack = self._slacks.get((window, pickup_time))
+        if slack is None:
+            slack = self._slacks[window, pickup_time] = terms.window_slack(
+                window, pickup_time, self._now
+            )
+        ride = terms.ride(decision.km)
+        problem = slack[0] or terms.too_far(ride, slack[1])
+        if problem is None:
+            decision.risk_at = terms.risk_before_pickup(window[1], ride)
+        else:
             decision.reason, decision.side, decision.detail = (
                 Reason.INVALID_TIME_WINDOW, "drop", problem
             )  # fmt: skip
@@ -330,13 +342,14 @@ class _Charges:
     and the balance never goes below zero.
     """
 
-    __slots__ = ("accepted_ids", "loads", "origins", "remaining", "state", "vehicles")
+    __slots__ = ("accepted_ids", "cods", "loads", "origins", "remaining", "state", "vehicles")
 
     def __init__(self, state: AccountState, vehicles: list[VehicleType]) -> None:
         self.state, self.remaining, self.vehicles = state, state.balance, vehicles
         self.accepted_ids: set[str] = set()
         self.origins: dict[int, DistancesFrom] = {}
         self.loads: dict[int, Decimal] = {}  # each group's accepted weight so far, in kg
+        self.cods: dict[str, tuple] = {}  # rule 9 and the fee, by the amount's text
 
     def apply(self, drops: list[DropDecision], quoted: list[Decimal | None] | None) -> None:
         state, accepted_ids = self.state, self.accepted_ids
@@ -377,13 +390,23 @@ class _Charges:
             return False
         if drop.cod is None:
             return True
-        amount, problem = cod_problem(drop.cod)
+        amount, problem, fee = self._cod(drop.cod)
         if problem is not None:
             decision.reason, decision.side, decision.detail = Reason.INVALID_COD, "drop", problem
             return False
-        decision.cod_amount = amount
-        decision.cod_fee = cod_fee(self.state.plan, amount)
+        decision.cod_amount, decision.cod_fee = amount, fee
         return True
+
+    def _cod(self, amount: object) -> tuple[Decimal | None, str | None, Decimal]:
+        """Rule 9 and the fee for an amount, each amount text worked out once a batch."""
+        known = self.cods.get(amount) if type(amount) is str else None
+        if known is None:
+            value, problem = cod_problem(amount)
+            fee = cod_fee(self.state.plan, value) if value is not None else Decimal("0.00")
+            known = (value, problem, fee)
+            if type(amount) is str:
+                self.cods[amount] = known
+        return known
 
     def _price(self, decision: DropDecision, quoted_price: Decimal | None) -> Decimal:
         """The drop's total: the quoted one (its COD fee inside it), or the §7 formula × the

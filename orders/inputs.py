@@ -169,6 +169,9 @@ class FieldErrors:
         # Timestamps read so far, by their text: the drops of a batch mostly share theirs
         # (one window for a round, one pickup time), and reading one costs ~3 µs.
         self.moments: dict[str, datetime] = {}
+        # Parcels read without a problem, by their fields (with their types: True is not 1):
+        # a batch's parcels repeat as its windows do.
+        self.parcels: dict[tuple, ParcelIn] = {}
 
     def add(self, field: str, message: str) -> None:
         if len(self.items) < MAX_ERROR_DETAILS:
@@ -182,6 +185,9 @@ class FieldErrors:
 
     def text(self, obj: dict, key: str, path: str, max_len: int, required: bool = True) -> Any:
         value = obj.get(key)
+        usual = type(value) is str and len(value) <= max_len and "\x00" not in value
+        if usual and (not required or value.strip()):  # the usual case, checked first
+            return value
         where = f"{path}.{key}" if path else key
         if value is None:
             if required:
@@ -346,7 +352,17 @@ class FieldErrors:
         value = obj.get("parcel")
         if value is None:
             return None
-        where = f"{path}.parcel"
+        key = _fields_key(value)
+        known = self.parcels.get(key) if key is not None else None
+        if known is not None:
+            return known
+        problems = len(self.items) + self.more
+        parsed = self._parcel(value, f"{path}.parcel")
+        if parsed is not None and key is not None and len(self.items) + self.more == problems:
+            self.parcels[key] = parsed
+        return parsed
+
+    def _parcel(self, value: Any, where: str) -> ParcelIn | None:
         if not isinstance(value, dict):
             self.add(where, 'Must be an object such as {"size": "M", "weight_kg": 2.5}.')
             return None
@@ -398,6 +414,21 @@ class FieldErrors:
 
 
 _PARCEL_KNOWN = "only size, weight_kg, description and value"
+
+
+def _fields_key(value: Any) -> tuple | None:
+    """An object of plain values as a key, each value with its type; None if it is not one
+    (not an object, or a value that is a list or an object)."""
+    if type(value) is not dict:
+        return None
+    try:
+        key = tuple([(name, type(item), item) for name, item in value.items()])
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 _BAD_WEIGHT = f"Must be a number of kg above 0 and at most {MAX_WEIGHT_KG} (kept to the gram)."
 _BAD_FIELD_NAME = f"Field names must be 1 to {MAX_ADDRESS_FIELD_NAME} characters, without NUL."
 _BAD_ADDRESS_PART = f"Must be a string of at most {MAX_ADDRESS_PART} characters without NUL."

@@ -22,7 +22,7 @@ from accounts.models import BillingModel, Business
 from billing.services import Till, open_till, read_wallet
 from core.api import success_body
 from core.db import claim
-from core.formats import iso_z, money
+from core.formats import MoneyTexts, iso_z, money
 from core.ids import uuid7, uuid7_texts
 from core.writes import insert_chunks, insert_rows
 from events.models import EventType
@@ -64,7 +64,7 @@ from orders.models import (
 )
 from orders.results import ACCEPTED, REJECTED, ResultEntry, entries_of, stored_entries
 from orders.signals import scenarios_started
-from orders.windows import ON_TRACK, EtaTerms
+from orders.windows import ON_TRACK
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,9 +547,22 @@ class Written:
 DROP_CHUNK_ROWS = 100
 
 
-def price_breakdown(decision: DropDecision) -> dict[str, str]:
+def price_breakdown(decision: DropDecision, texts: MoneyTexts | None = None) -> dict[str, str]:
     """An accepted drop's price in its parts (docs/contract.md §18): price = delivery + cod_fee."""
-    return {"delivery": money(decision.delivery), "cod_fee": money(decision.cod_fee)}
+    texts = MoneyTexts() if texts is None else texts
+    return {"delivery": texts[decision.delivery], "cod_fee": texts[decision.cod_fee]}
+
+
+def window_columns(decision: DropDecision) -> dict:
+    """A new drop's window and its status: on track, and when it turns at risk if nothing
+    moves (rule 7 worked both out: orders/windows.py, tracking/windows.py)."""
+    start, end = decision.drop.window
+    return {
+        "window_start": start,
+        "window_end": end,
+        "window_status": ON_TRACK,
+        "window_risk_at": decision.risk_at,
+    }
 
 
 def carried(decision: DropDecision) -> dict:
@@ -582,7 +595,13 @@ class _BatchRows:
         self.drop_ids = uuid7_texts(len(decider))
         self.link = tracking_url("")
         self.first_step = self.now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
-        self.terms: EtaTerms | None = None  # the ETA model, read for the first window
+        self.money = MoneyTexts()  # the answer's prices as text, each amount formatted once
+        # Each (price, COD fee)'s breakdown, made once and shared by the entries (read-only).
+        self.breakdowns: dict[tuple[Decimal, Decimal], dict[str, str]] = {}
+        self.statuses = [
+            initial_status(scheduled=group.pickup.scheduled_at is not None)
+            for group in decider.batch.groups
+        ]
 
     def orders(self) -> list[OrderRow]:
         """One order per pickup group whose pickup passed its rules."""
@@ -635,14 +654,19 @@ class _BatchRows:
         walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
         if walks:
             self.written.scenarios_from = self.first_step
+        breakdown = self.breakdowns.get((price, decision.cod_fee))
+        if breakdown is None:
+            breakdown = self.breakdowns[price, decision.cod_fee] = price_breakdown(
+                decision, self.money
+            )
         entry = {
             "client_order_id": drop.client_order_id,
             "external_waybill": drop.external_waybill,
             "status": ACCEPTED,
             "pass_order_id": order_id,
             "drop_id": drop_id,
-            "price": money(price),
-            "price_breakdown": price_breakdown(decision),
+            "price": self.money[price],
+            "price_breakdown": breakdown,
             "currency": self.currency,
             "tracking_url": self.link + token,
         }
@@ -651,7 +675,6 @@ class _BatchRows:
         if pin is not None:
             entry["dropoff_pin"] = pin
         self.written.results.append(entry)
-        scheduled = self.decider.batch.groups[group].pickup.scheduled_at is not None
         return DropRow(
             id=drop_id,
             order_id=order_id,
@@ -666,7 +689,7 @@ class _BatchRows:
             long=located.pin[1],
             address=drop.place.address,
             resolved=located.resolved,
-            status=initial_status(scheduled=scheduled),
+            status=self.statuses[group],
             price=price,
             currency=self.currency,
             created_at=self.now,
@@ -676,19 +699,6 @@ class _BatchRows:
             scenario_next_at=self.first_step if walks else None,
             notes=drop.notes,
             undeliverable_action=drop.undeliverable_action,
-            **(self.window(decision) if drop.window is not None else {}),
+            **(window_columns(decision) if drop.window is not None else {}),
             **(carried(decision) if drop.parcel is not None or drop.cod is not None else {}),
         )
-
-    def window(self, decision: DropDecision) -> dict:
-        """A new drop's window and its status: on track (rule 7 saw to it), and when it
-        turns at risk if nothing moves (orders/windows.py, tracking/windows.py)."""
-        if self.terms is None:
-            self.terms = EtaTerms()
-        start, end = decision.drop.window
-        return {
-            "window_start": start,
-            "window_end": end,
-            "window_status": ON_TRACK,
-            "window_risk_at": self.terms.risk_at(end, decision.km, picked_up=False),
-        }

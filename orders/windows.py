@@ -46,21 +46,38 @@ class EtaTerms:
         self, window: tuple[datetime, datetime], pickup_time: datetime, now: datetime, km: float
     ) -> str | None:
         """Why the window cannot be kept (INVALID_TIME_WINDOW's message), or None."""
+        problem, slack = self.window_slack(window, pickup_time, now)
+        return problem or self.too_far(self.ride(km), slack)
+
+    def window_slack(
+        self, window: tuple[datetime, datetime], pickup_time: datetime, now: datetime
+    ) -> tuple[str | None, timedelta]:
+        """What a window allows whatever the distance: its length and start's problem, or
+        None; and the longest ride that still arrives by its end. A batch's drops share a
+        few windows and pickup times, so the batch works this out once for each pair."""
         start, end = window
         if end - start < self.min_length:
             minutes = settings.MIN_WINDOW_MINUTES
-            return f"The drop-off window must be at least {minutes} minutes long."
+            return f"The drop-off window must be at least {minutes} minutes long.", timedelta()
         if start - now > self.max_ahead:
             days = settings.MAX_SCHEDULE_DAYS
-            return f"The drop-off window must start within {days} days."
-        if end < self.earliest_arrival(pickup_time, now, km):
+            return f"The drop-off window must start within {days} days.", timedelta()
+        return None, end - self.earliest_arrival(pickup_time, now, 0.0)
+
+    @staticmethod
+    def too_far(ride: timedelta, slack: timedelta) -> str | None:
+        """The problem of a ride longer than the window's slack (exact: times are whole µs)."""
+        if ride > slack:
             return "The drop-off window ends before the earliest possible arrival."
         return None
 
     def risk_at(self, end: datetime, km: float, *, picked_up: bool) -> datetime:
         """When the ETA passes `end` if nothing moves: before pickup, the ETA is now plus
         both handlings and the ride; after it, at least now."""
-        return end if picked_up else end - 2 * self.handling - self.ride(km)
+        return end if picked_up else self.risk_before_pickup(end, self.ride(km))
+
+    def risk_before_pickup(self, end: datetime, ride: timedelta) -> datetime:
+        return end - 2 * self.handling - ride
 
     def outlook(
         self,

@@ -112,6 +112,34 @@ def test_a_parcel_of_the_wrong_shape_is_a_400_naming_its_field(
     assert Drop.objects.count() == 0
 
 
+def test_a_parcel_read_once_is_not_taken_for_one_that_only_compares_equal(
+    open_for_business, alice, api
+):
+    """The batch reads each distinct parcel once (orders/inputs.py): true == 1 and 1 == 1.0 in
+    Python, but a weight of true is refused wherever it comes, and a bad parcel seen twice
+    is named at both places."""
+    body = batch(
+        group(
+            parcel_drop("S-1", weight_kg=1),
+            parcel_drop("S-2", weight_kg=True),
+            parcel_drop("S-3", weight_kg=-1),
+            parcel_drop("S-4", weight_kg=-1),
+            parcel_drop("S-5", weight_kg=1.0),
+        )
+    )
+    errors = fields_of(api.bulk(body, alice.sandbox_key))
+    assert list(errors) == [f"orders[0].dropoff[{i}].parcel.weight_kg" for i in (1, 2, 3)]
+
+
+def test_drops_sharing_a_parcel_each_store_it(open_for_business, alice, api):
+    same = {"size": "M", "weight_kg": 0.5, "description": "Shoes", "value": "40.00"}
+    body = batch(group(*(parcel_drop(f"P-{i}", **same) for i in range(3))))
+    results_of(api.bulk(body, alice.sandbox_key))
+    stored = {(d.parcel_size, d.parcel_weight_kg, d.parcel_value) for d in Drop.objects.all()}
+    assert stored == {("M", Decimal("0.500"), Decimal("40.00"))}
+    assert Drop.objects.count() == 3
+
+
 def test_a_parcel_is_stored_as_sent_and_defaults_to_a_small_kilo(open_for_business, alice, api):
     body = batch(
         {
