@@ -169,8 +169,8 @@ class FieldErrors:
         # Timestamps read so far, by their text: the drops of a batch mostly share theirs
         # (one window for a round, one pickup time), and reading one costs ~3 µs.
         self.moments: dict[str, datetime] = {}
-        # Parcels read without a problem, by their fields (with their types: True is not 1):
-        # a batch's parcels repeat as its windows do.
+        # Parcels read without a problem, by their fields: a batch's parcels repeat as its
+        # windows do.
         self.parcels: dict[tuple, ParcelIn] = {}
 
     def add(self, field: str, message: str) -> None:
@@ -417,12 +417,15 @@ _PARCEL_KNOWN = "only size, weight_kg, description and value"
 
 
 def _fields_key(value: Any) -> tuple | None:
-    """An object of plain values as a key, each value with its type; None if it is not one
-    (not an object, or a value that is a list or an object)."""
-    if type(value) is not dict:
+    """A parcel object as a key for the parcels read so far; None if it cannot be one.
+
+    Keys compare as Python values do, so 1, 1.0 and True are one key: 1 and 1.0 are one
+    weight anyway, and every other field refuses all three alike (refusals are not kept),
+    so only a weight of true is kept out. A list or an object inside is not hashable."""
+    if type(value) is not dict or value.get("weight_kg") is True:
         return None
+    key = tuple(value.items())
     try:
-        key = tuple([(name, type(item), item) for name, item in value.items()])
         hash(key)
     except TypeError:
         return None
