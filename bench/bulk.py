@@ -156,9 +156,15 @@ class Gunicorn:
     the code is the checkout at `root` (bench/ab.py serves two)."""
 
     def __init__(
-        self, env: dict[str, str], workers: int, log_path: Path, root: Path = ROOT
+        self,
+        env: dict[str, str],
+        workers: int,
+        log_path: Path,
+        root: Path = ROOT,
+        config: Path | None = None,
     ) -> None:
         self.env, self.workers, self.log_path, self.root = env, workers, log_path, root
+        self.config = config or root / "gunicorn.conf.py"
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -169,7 +175,7 @@ class Gunicorn:
                 [
                     str(binary),
                     "-c",
-                    str(self.root / "gunicorn.conf.py"),
+                    str(self.config),
                     "config.wsgi",
                     "--bind",
                     f"{HOST}:{self.port}",

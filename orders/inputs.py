@@ -404,6 +404,8 @@ class FieldErrors:
         value = obj.get("cod")
         if value is None:
             return None
+        if type(value) is dict and len(value) == 1 and value.get("amount") is not None:
+            return value["amount"]  # the usual case, checked first
         where = f"{path}.cod"
         if not isinstance(value, dict) or value.get("amount") is None:
             self.add(where, 'Must be an object such as {"amount": "12.50"}.')
