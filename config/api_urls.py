@@ -12,6 +12,7 @@ from billing.api import AccountViewSet
 from core.api import ApiError, envelope
 from core.handlers import unknown_path
 from core.openapi import DocsView, SchemaView
+from courier_app.api import CourierSessionViewSet, CourierViewSet
 from events.api import EventViewSet, WebhookEndpointViewSet
 from fleet.api import VehicleTypeViewSet
 from geo.api import ServiceAreaViewSet
@@ -32,6 +33,8 @@ router.register("service-areas", ServiceAreaViewSet, basename="service-areas")
 router.register("vehicle-types", VehicleTypeViewSet, basename="vehicle-types")
 router.register("events", EventViewSet, basename="events")
 router.register("webhook-endpoints", WebhookEndpointViewSet, basename="webhook-endpoints")
+router.register("courier", CourierSessionViewSet, basename="courier-session")
+router.register("courier", CourierViewSet, basename="courier")
 
 
 @extend_schema(exclude=True)

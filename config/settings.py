@@ -94,7 +94,9 @@ INSTALLED_APPS = [
     "events",
     "billing",
     "orders",
+    "couriers",
     "tracking",
+    "courier_app",
     "dashboard",
     "console",
     # After core: of two apps with a command of the same name Django runs the one listed
@@ -281,6 +283,16 @@ POD_PHOTO_URL_SECONDS = env_int("POD_PHOTO_URL_SECONDS", default=3600, minimum=1
 MAX_PIN_ATTEMPTS = env_int("MAX_PIN_ATTEMPTS", default=3, minimum=1)
 # The sandbox test driver walks a scenario one step this often (tracking/scenarios.py).
 SANDBOX_STEP_SECONDS = env_float("SANDBOX_STEP_SECONDS", default=10.0, above=0)
+
+# Couriers (docs/contract.md §20): the shortest password, how far ahead of the server a
+# phone's clock may be before its points are ignored, how long the trail is kept, how old a
+# position may be and still be shown, and how often order.courier_position may go out.
+COURIER_MIN_PASSWORD = env_int("COURIER_MIN_PASSWORD", default=8, minimum=6)
+COURIER_CLOCK_SKEW_SECONDS = env_int("COURIER_CLOCK_SKEW_SECONDS", default=60, minimum=0)
+COURIER_TRAIL_HOURS = env_int("COURIER_TRAIL_HOURS", default=24, minimum=1)
+COURIER_POSITION_FRESH_SECONDS = env_int("COURIER_POSITION_FRESH_SECONDS", default=120, minimum=1)
+COURIER_EVENT_SECONDS = env_int("COURIER_EVENT_SECONDS", default=30, minimum=1)
+MAX_COURIER_POINTS = 100
 QUOTE_TTL_MINUTES = env_int("QUOTE_TTL_MINUTES", default=15, minimum=1)
 IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).

@@ -16,8 +16,8 @@ from django.forms import BoundField
 
 from accounts.login import RateLimitedLoginMixin
 from orders.models import Drop, FailureReason
+from tracking.proof import MAX_PHOTO_BYTES, photo_extension
 
-MAX_PHOTO_BYTES = 5 * 1024 * 1024
 # WRONG_PIN is the PIN rule's to set (tracking.lifecycle), never an operator's choice.
 OPERATOR_FAILURE_REASONS = [
     (reason.value, reason.label) for reason in FailureReason if reason != FailureReason.WRONG_PIN
@@ -26,21 +26,6 @@ OPERATOR_FAILURE_REASONS = [
 
 class RateLimitedAdminLoginForm(RateLimitedLoginMixin, AdminAuthenticationForm):
     """The dashboard's failed-login throttle, for the operator console's login."""
-
-
-def photo_extension(head: bytes) -> str | None:
-    """The extension of a PNG, JPEG or WebP image from its first 12 bytes; None otherwise.
-
-    The bytes decide, not the name or the Content-Type the browser sent: both are the
-    uploader's to choose.
-    """
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpg"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "webp"
-    return None
 
 
 class PinInput(forms.TextInput):

@@ -33,6 +33,8 @@ SCHEDULE: dict[str, timedelta] = {
     "geo.tasks.purge_geocode_cache": HOUR,
     "core.tasks.purge_rate_counters": HOUR,
     "core.tasks.prune_task_results": HOUR,
+    # Couriers' trail points older than COURIER_TRAIL_HOURS are deleted.
+    "couriers.tasks.prune_courier_trail": HOUR,
     # Closes only months that have ended: hourly issues them within the hour after a month
     # ends in TIME_ZONE (slots are cut in UTC), and costs one indexed query otherwise.
     "billing.tasks.close_invoices": HOUR,

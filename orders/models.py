@@ -208,20 +208,39 @@ class Quote(models.Model):
 
 
 class Driver(models.Model):
+    """A courier (docs/contract.md §20): who carries an order. One signs in to the courier app
+    with phone and password (a password hash; none: cannot sign in); the sandbox test driver
+    is the simulated one. Deactivated, a courier's sessions and tokens stop working."""
+
     name = models.CharField(max_length=200)
-    phone = models.CharField(max_length=20)
+    phone = models.CharField(max_length=20, help_text="E.164, e.g. +85512345678: the sign-in.")
     is_sandbox_test_driver = models.BooleanField(default=False)
     active = models.BooleanField(default=True)
+    vehicle = models.CharField(
+        max_length=20,
+        default=DEFAULT_VEHICLE,
+        db_default=DEFAULT_VEHICLE,
+        help_text="A vehicle type's code (fleet): what the courier rides.",
+    )
+    password = models.CharField(max_length=128, blank=True, default="", db_default="")
+    online = models.BooleanField(default=False, db_default=False)
+    online_changed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "courier"
         constraints = [
             # One built-in test driver: the first concurrent sandbox advances race to create it.
             models.UniqueConstraint(
                 fields=["is_sandbox_test_driver"],
                 condition=Q(is_sandbox_test_driver=True),
                 name="one_sandbox_test_driver",
-            )
+            ),
+            # The phone is the sign-in: one courier per phone among those who can sign in.
+            models.UniqueConstraint(
+                fields=["phone"], condition=~Q(password=""), name="courier_phone_signs_in_once"
+            ),
         ]
+        permissions = [("manage_courier", "Can create couriers and set their passwords")]
 
     def __str__(self) -> str:
         return self.name

@@ -17,6 +17,7 @@ later_grants = [
     importlib.import_module("geo.migrations.0003_load_places_permission"),
     importlib.import_module("fleet.migrations.0002_seed_and_operators"),
     importlib.import_module("billing.migrations.0005_cod_ledger"),
+    importlib.import_module("couriers.migrations.0002_operators_manage_couriers"),
 ]
 
 

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.core import signing
 
 _SALT = "tracking.proof.photo"
+# A delivery photo, from the console or the courier app: PNG, JPEG or WebP, at most 5 MB.
+MAX_PHOTO_BYTES = 5 * 1024 * 1024
 PHOTO_PATH = "/pod/"
 
 
@@ -37,3 +39,18 @@ def pin_matches(expected: str | None, given: str | None) -> bool:
     if expected is None:
         return True
     return given is not None and hmac.compare_digest(expected.encode(), given.strip().encode())
+
+
+def photo_extension(head: bytes) -> str | None:
+    """The extension of a PNG, JPEG or WebP image from its first 12 bytes; None otherwise.
+
+    The bytes decide, not the name or the Content-Type the browser sent: both are the
+    uploader's to choose.
+    """
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpg"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None

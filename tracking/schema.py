@@ -93,9 +93,21 @@ class TrackedCod(serializers.Serializer):
     collected_at = serializers.DateTimeField(allow_null=True, help_text="Set once collected.")
 
 
+class CourierPosition(serializers.Serializer):
+    lat = serializers.FloatField()
+    long = serializers.FloatField()
+    at = serializers.DateTimeField(help_text="When the courier's phone took it.")
+
+
 class Driver(serializers.Serializer):
     name = serializers.CharField()
     phone = serializers.CharField()
+    vehicle = serializers.CharField(help_text="The vehicle type the courier rides.")
+    position = CourierPosition(
+        allow_null=True,
+        help_text="Where the courier is: only while on the way to this drop (assigned or "
+        "picked up) and under 2 minutes old; else null.",
+    )
 
 
 class Event(serializers.Serializer):
@@ -310,7 +322,12 @@ _ORDER_EXAMPLE = {
         "long": 104.921,
         "address": None,
     },
-    "driver": {"name": "Sandbox Test Driver", "phone": "+85512000000"},
+    "driver": {
+        "name": "Sandbox Test Driver",
+        "phone": "+85512000000",
+        "vehicle": "motorbike",
+        "position": None,
+    },
     "price": "2.80",
     "currency": "USD",
     "created_at": "2026-11-23T03:00:00.000Z",

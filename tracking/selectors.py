@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import orjson
+from django.conf import settings
 from django.db.models import F, FloatField
 from django.db.models.functions import Cast, NullIf
 from django.utils import timezone
@@ -21,6 +22,7 @@ from core.functions import IsoZ, MoneyText, TimeText, UuidText
 from core.lookups import any_values
 from core.reads import driver_rows, rows_compiled_once
 from core.rows import Shape
+from couriers.selectors import ON_THE_WAY
 from geo.geometry import DistancesFrom
 from orders.links import tracking_tokens, tracking_url
 from orders.models import (
@@ -103,6 +105,11 @@ ORDER_SEEN = Shape(
     vehicle="vehicle",
     driver="driver__name",
     driver_phone="driver__phone",
+    driver_vehicle="driver__vehicle",
+    # The courier's latest position (couriers.models.CourierPosition), shown while fresh.
+    driver_lat="driver__position__lat",
+    driver_long="driver__position__long",
+    driver_at=IsoZ("driver__position__at"),
 )
 
 
@@ -160,13 +167,14 @@ class _Order:
         "batch_id",
         "distances",
         "driver",
+        "driver_on_the_way",
         "environment",
         "initial",
         "pickup",
         "scheduled",
     )
 
-    def __init__(self, row) -> None:  # an ORDER_SEEN row
+    def __init__(self, row, fresh_since: datetime) -> None:  # an ORDER_SEEN row
         self.batch_id, self.environment = row.batch_id, row.environment
         lat, long, scheduled = row.lat, row.long, row.scheduled
         self.distances, self.scheduled = DistancesFrom(lat, long), scheduled
@@ -183,7 +191,18 @@ class _Order:
         if row.resolved:
             self.pickup["resolved_pin"] = {"lat": lat, "long": long}
         driver = row.driver
-        self.driver = None if driver is None else {"name": driver, "phone": row.driver_phone}
+        self.driver = self.driver_on_the_way = None
+        if driver is not None:
+            self.driver = {
+                "name": driver,
+                "phone": row.driver_phone,
+                "vehicle": row.driver_vehicle,
+                "position": None,
+            }
+            at = row.driver_at
+            fresh = at is not None and moment_of(at) >= fresh_since
+            position = {"lat": row.driver_lat, "long": row.driver_long, "at": at} if fresh else None
+            self.driver_on_the_way = {**self.driver, "position": position}
 
 
 def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
@@ -195,7 +214,9 @@ def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
             Order.objects.filter(pk__any=order_ids).order_by().values_list(*ORDER_SEEN.expressions)
         ),
     )
-    return {row.order_id: _Order(row) for row in ORDER_SEEN.rows(rows)}
+    # A courier's position older than this is not shown (docs/contract.md §20).
+    fresh_since = timezone.now() - timedelta(seconds=settings.COURIER_POSITION_FRESH_SECONDS)
+    return {row.order_id: _Order(row, fresh_since) for row in ORDER_SEEN.rows(rows)}
 
 
 def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
@@ -319,7 +340,8 @@ class _Context:
             "environment": order.environment,
             "pickup": order.pickup,
             "dropoff": _dropoff(row),
-            "driver": order.driver,
+            # The courier's position only while on the way to this drop (docs/contract.md §20).
+            "driver": order.driver_on_the_way if status in ON_THE_WAY else order.driver,
             "price": row.price,
             "price_breakdown": {"delivery": row.delivery, "cod_fee": row.cod_fee},
             "currency": row.currency,

@@ -19,6 +19,7 @@ from django.test import Client
 from rest_framework import exceptions
 
 from core.api import _DRF_CODES, MAX_JSON_DEPTH
+from courier_app.api import MOVE_REFUSAL_STATUS
 from events.endpoints import EndpointRefused
 from events.models import EventType
 from orders.api import refusal_status
@@ -29,7 +30,9 @@ from tracking.listing import SYNC_MARGIN
 ROOT = Path(settings.BASE_DIR)
 GUIDE = ROOT / "docs" / "api.md"
 # The packages that answer API requests (dashboard and console answer pages, not the API).
-API_PACKAGES = ["core", "accounts", "events", "billing", "orders", "tracking", "geo", "config"]
+API_PACKAGES = [
+    "core", "accounts", "events", "billing", "orders", "tracking", "courier_app", "geo", "config"
+]  # fmt: skip
 
 
 def literal_errors_in(path: Path) -> set[tuple[int, str]]:
@@ -64,6 +67,8 @@ def errors_the_api_answers() -> set[tuple[int, str]]:
     # REFUSAL_STATUS, events/api.py answers every endpoint refusal with 409).
     found |= {(refusal_status(cls), cls.code) for cls in leaf_classes(BatchRefused)}
     found |= {(409, cls.code) for cls in leaf_classes(EndpointRefused)}
+    # The courier API's move refusals (courier_app/api.py).
+    found |= {(status, code) for code, status in MOVE_REFUSAL_STATUS.items()}
     # DRF's own exceptions, renamed by core.api.exception_handler.
     found |= {(cls.status_code, code) for cls, code in _DRF_CODES}
     return found

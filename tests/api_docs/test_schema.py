@@ -36,6 +36,14 @@ OPERATIONS = {
     ("/api/v1/webhook-endpoints/{endpoint_id}/deliveries", "get"),
     ("/api/v1/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend", "post"),
 }
+# The courier API (docs/contract.md §20): its own tag and its own security scheme.
+COURIER_OPERATIONS = {
+    ("/api/v1/courier/session", "post"),
+    ("/api/v1/courier/status", "post"),
+    ("/api/v1/courier/route", "get"),
+    ("/api/v1/courier/location", "post"),
+    ("/api/v1/courier/drops/{drop_id}/move", "post"),
+}
 
 
 def served_schema() -> dict:
@@ -81,7 +89,21 @@ def test_schema_is_public_yaml_by_default_and_json_on_request():
 def test_schema_describes_every_endpoint_and_nothing_else():
     schema = served_schema()
     operations = {(path, method) for path, item in schema["paths"].items() for method in item}
-    assert operations == OPERATIONS  # the catch-all 404 route and the docs pages are not in it
+    # The catch-all 404 route and the docs pages are not in it.
+    assert operations == OPERATIONS | COURIER_OPERATIONS
+
+
+def test_the_courier_api_is_its_own_section_with_courier_tokens():
+    schema = served_schema()
+    scheme = schema["components"]["securitySchemes"]["CourierToken"]
+    assert scheme["scheme"] == "bearer" and scheme["bearerFormat"] == "crr_<40 chars>"
+    for path, method in COURIER_OPERATIONS:
+        op = schema["paths"][path][method]
+        assert op["tags"] == ["courier"]
+        if path.endswith("/session"):
+            assert op.get("security", []) in ([], [{}])  # signing in needs no token
+        else:
+            assert op["security"] == [{"CourierToken": []}]
 
 
 def test_bearer_auth_and_headers_are_described():

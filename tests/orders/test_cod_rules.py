@@ -71,9 +71,7 @@ def test_the_most_a_courier_collects_is_a_setting(flat, api):
     assert results["AT"]["status"] == "accepted"
 
 
-def test_invalid_cod_comes_before_a_duplicate_and_the_balance(
-    open_for_business, make_tenant, api
-):
+def test_invalid_cod_comes_before_a_duplicate_and_the_balance(open_for_business, make_tenant, api):
     tenant = make_tenant(base_fee="2.00", per_km_fee="0", sandbox_balance="2.00")
     api.bulk(batch(group(drop("TAKEN"))), tenant.sandbox_key)  # spends the whole balance
     body = batch(group(cod_drop("TAKEN", "0"), cod_drop("POOR", "-5")))

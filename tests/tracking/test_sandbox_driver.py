@@ -21,7 +21,12 @@ from tests.tracking.helpers import (
 )
 
 S = DropStatus
-TEST_DRIVER = {"name": "Sandbox Test Driver", "phone": "+85512000000"}
+TEST_DRIVER = {
+    "name": "Sandbox Test Driver",
+    "phone": "+85512000000",
+    "vehicle": "motorbike",
+    "position": None,
+}
 
 
 @pytest.fixture

@@ -45,7 +45,12 @@ def test_tracking_shows_the_whole_story_of_a_moved_drop(open_for_business, alice
     assert entry["environment"] == "sandbox"
     assert entry["price"] == accepted["price"] == money(moved.price)
     assert entry["currency"] == "USD"
-    assert entry["driver"] == {"name": "Sandbox Test Driver", "phone": "+85512000000"}
+    assert entry["driver"] == {
+        "name": "Sandbox Test Driver",
+        "phone": "+85512000000",
+        "vehicle": "motorbike",
+        "position": None,
+    }
     assert entry["created_at"] == iso_z(created.created_at)
     assert entry["updated_at"] == iso_z(moved.updated_at)
     assert moved.updated_at - created.created_at >= timedelta(minutes=5)

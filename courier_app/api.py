@@ -1,0 +1,115 @@
+"""HTTP of the courier API, /api/v1/courier/ (docs/contract.md §20): thin actions that parse,
+call a service, and answer in the §3 envelope."""
+
+from __future__ import annotations
+
+import uuid
+
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import AllowAny
+
+from accounts import ratelimit
+from core.api import ApiError, JsonParser, envelope, json_body
+from courier_app.auth import CourierAuthentication, IsCourier
+from courier_app.inputs import parse_move, parse_points, parse_sign_in, parse_status
+from courier_app.schema import LOCATION, MOVE, ROUTE, SIGN_IN, STATUS
+from courier_app.selectors import courier_drop, route_of, stop_of, stop_sequence_of
+from courier_app.services import CourierMoveRefused, move_as_courier
+from couriers.services import check_courier_password, issue_token, record_points, set_online
+from tracking.proof import MAX_PHOTO_BYTES, photo_extension
+from tracking.services import store_proof_photo
+
+MOVE_REFUSAL_STATUS = {"ILLEGAL_TRANSITION": 409, "WRONG_PIN": 422, "COD_NOT_COLLECTED": 422}
+
+
+class CourierSessionViewSet(viewsets.ViewSet):
+    """POST /courier/session: phone and password for a bearer token."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+    @SIGN_IN
+    @action(detail=False, methods=["post"], url_path="session")
+    def session(self, request):
+        phone, password = parse_sign_in(json_body(request))
+        address = ratelimit.client_address(request._request)
+        if ratelimit.locked_out_by(phone, address):
+            raise ApiError(429, "RATE_LIMITED", "Too many failed sign-ins: try again in a while.")
+        courier = check_courier_password(phone=phone, password=password)
+        if courier is None:
+            ratelimit.record_failure(phone, address)
+            raise ApiError(
+                401,
+                "UNAUTHENTICATED",
+                "The phone or the password is wrong.",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        ratelimit.clear_failures(phone, address)
+        return envelope({"token": issue_token(courier=courier), "courier_id": courier.pk})
+
+
+class CourierViewSet(viewsets.ViewSet):
+    """The courier app's actions, for the signed-in courier."""
+
+    authentication_classes = [CourierAuthentication]
+    permission_classes = [IsCourier]
+    throttle_classes: list = []
+
+    @STATUS
+    @action(detail=False, methods=["post"])
+    def status(self, request):
+        online = set_online(courier=request.auth.courier, online=parse_status(json_body(request)))
+        return envelope({"online": online})
+
+    @ROUTE
+    @action(detail=False, methods=["get"])
+    def route(self, request):
+        return envelope({"route": route_of(request.auth.courier)})
+
+    @LOCATION
+    @action(detail=False, methods=["post"])
+    def location(self, request):
+        points = parse_points(json_body(request))
+        stored = record_points(courier=request.auth.courier, points=points)
+        return envelope({"received": len(points), "stored": stored})
+
+    @MOVE
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path=r"drops/(?P<drop_id>[^/]+)/move",
+        parser_classes=[JsonParser, MultiPartParser],
+    )
+    def move(self, request, drop_id: str):
+        courier = request.auth.courier
+        try:
+            drop = courier_drop(courier, uuid.UUID(drop_id))
+        except ValueError:
+            drop = None
+        if drop is None:
+            raise ApiError(404, "NOT_FOUND", "No drop of yours has this id.")
+        body = request.data.dict() if hasattr(request.data, "dict") else json_body(request)
+        move = parse_move(body)
+        photo = _stored_photo(request.FILES.get("photo"))
+        try:
+            made = move_as_courier(courier=courier, drop=drop, move=move, photo=photo)
+        except CourierMoveRefused as refused:
+            raise ApiError(MOVE_REFUSAL_STATUS[refused.code], refused.code, str(refused)) from None
+        return envelope({"stop": stop_of(made.drop, stop_sequence_of(made.drop))})
+
+
+def _stored_photo(upload) -> str | None:
+    if upload is None:
+        return None
+    if upload.size > MAX_PHOTO_BYTES:
+        raise ApiError(400, "VALIDATION_ERROR", "The request body is not valid.",
+                       [{"field": "photo", "message": "At most 5 MB."}])  # fmt: skip
+    upload.seek(0)
+    if photo_extension(upload.read(12)) is None:
+        raise ApiError(400, "VALIDATION_ERROR", "The request body is not valid.",
+                       [{"field": "photo", "message": "A PNG, JPEG or WebP image."}])  # fmt: skip
+    upload.seek(0)
+    return store_proof_photo(upload)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CourierAppConfig(AppConfig):
+    name = "courier_app"
+    label = "courier_app"

@@ -1,0 +1,207 @@
+"""Couriers (docs/contract.md §20): provisioning, sign-in tokens, online status, positions.
+
+A courier is an orders.Driver with a password. The app and the API above (courier_app)
+call these; tracking reads the positions (couriers.selectors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import string
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.hashers import check_password, make_password
+from django.db import connection, transaction
+from django.utils import timezone
+
+from core.writes import insert_rows
+from couriers.models import CourierPoint, CourierPosition, CourierToken
+from fleet.models import VehicleType
+from orders.decisions import phone_is_valid
+from orders.models import Driver
+
+TOKEN_PREFIX = "crr_"
+TOKEN_PATTERN = re.compile(r"crr_[A-Za-z0-9]{40}\Z")
+_ALPHABET = string.ascii_letters + string.digits
+# Written at most once a minute, so a phone posting every 15 s costs no extra write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class CourierRefused(Exception):
+    """A courier that cannot be made as asked; the message says why, in a sentence."""
+
+
+def provision_courier(*, name: str, phone: str, vehicle: str, password: str) -> Driver:
+    """A new courier who can sign in with `phone` and `password`."""
+    name = name.strip()
+    if not name:
+        raise CourierRefused("A courier needs a name.")
+    if not phone_is_valid(phone):
+        raise CourierRefused("The phone must be in E.164 form, such as +85512345678.")
+    if not VehicleType.objects.filter(code=vehicle, active=True).exists():
+        raise CourierRefused(f"{vehicle!r} is not an active vehicle type's code.")
+    if len(password) < settings.COURIER_MIN_PASSWORD:
+        raise CourierRefused(
+            f"The password must be at least {settings.COURIER_MIN_PASSWORD} characters."
+        )
+    with transaction.atomic():
+        if Driver.objects.filter(phone=phone).exclude(password="").exists():
+            raise CourierRefused(f"A courier already signs in with {phone}.")
+        return Driver.objects.create(
+            name=name, phone=phone, vehicle=vehicle, password=make_password(password)
+        )
+
+
+def digest_of(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def check_courier_password(*, phone: str, password: str) -> Driver | None:
+    """The active courier signing in with this phone and password, or None. An unknown phone
+    costs the same hashing as a known one, so timing does not tell which exist."""
+    courier = Driver.objects.filter(phone=phone, active=True).exclude(password="").first()
+    if courier is None:
+        make_password(password)  # the same work as a check
+        return None
+    return courier if check_password(password, courier.password) else None
+
+
+def issue_token(*, courier: Driver) -> str:
+    """A new bearer token for the courier; only its digest is kept."""
+    token = TOKEN_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(40))
+    CourierToken.objects.create(courier=courier, digest=digest_of(token))
+    return token
+
+
+def courier_for_token(token: str) -> Driver | None:
+    """The active courier holding this token, or None (unknown, or the courier deactivated)."""
+    if not TOKEN_PATTERN.match(token):
+        return None
+    found = (
+        CourierToken.objects.select_related("courier")
+        .filter(digest=digest_of(token), courier__active=True)
+        .first()
+    )
+    if found is None:
+        return None
+    now = timezone.now()
+    if found.last_used_at is None or now - found.last_used_at >= LAST_USED_RESOLUTION:
+        CourierToken.objects.filter(pk=found.pk).update(last_used_at=now)
+    return found.courier
+
+
+def deactivate_courier(*, courier: Driver) -> None:
+    """The courier stops: off line, every token gone; sessions check `active` on each request."""
+    with transaction.atomic():
+        Driver.objects.filter(pk=courier.pk).update(active=False, online=False)
+        CourierToken.objects.filter(courier=courier).delete()
+    courier.active, courier.online = False, False
+
+
+def set_online(*, courier: Driver, online: bool) -> bool:
+    """Go online or offline; the same status twice changes nothing. The status now."""
+    if courier.online != online:
+        now = timezone.now()
+        Driver.objects.filter(pk=courier.pk).update(online=online, online_changed_at=now)
+        courier.online, courier.online_changed_at = online, now
+    return courier.online
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    lat: float
+    long: float
+    at: datetime
+    accuracy: float | None = None
+
+
+# One statement: the newest point becomes the latest position unless one as new is stored;
+# the row lock (FOR UPDATE in the CTE) makes two posts of one courier take turns. It answers
+# the time stored before (the line below which points are not new) and whether it stored.
+_UPSERT_LATEST = """
+WITH previous AS (
+    SELECT at FROM couriers_courierposition WHERE courier_id = %(courier)s FOR UPDATE
+), latest AS (
+    INSERT INTO couriers_courierposition (courier_id, lat, long, at, accuracy)
+    VALUES (%(courier)s, %(lat)s, %(long)s, %(at)s, %(accuracy)s)
+    ON CONFLICT (courier_id) DO UPDATE
+        SET lat = EXCLUDED.lat, long = EXCLUDED.long, at = EXCLUDED.at,
+            accuracy = EXCLUDED.accuracy
+        WHERE couriers_courierposition.at < EXCLUDED.at
+    RETURNING 1
+)
+SELECT (SELECT at FROM previous), EXISTS (SELECT FROM latest)
+"""
+
+TRAIL_FIELDS = ("courier_id", "lat", "long", "at", "accuracy")
+
+
+def record_points(*, courier: Driver, points: list[Point], now: datetime | None = None) -> int:
+    """Store a courier's points: the newest as the latest position, every new one on the
+    trail. Points not newer than the latest stored, or ahead of now by more than the
+    allowed clock skew, are ignored (a phone's retry or an offline queue sends some twice).
+    One statement and one COPY, whatever the number of points; how many were stored."""
+    now = now or timezone.now()
+    ahead = now + timedelta(seconds=settings.COURIER_CLOCK_SKEW_SECONDS)
+    points = sorted((p for p in points if p.at <= ahead), key=lambda p: p.at)
+    if not points:
+        return 0
+    with transaction.atomic():
+        previous = _store_latest(courier.pk, points[-1])
+        if previous is _NOT_NEWER:
+            return 0
+        fresh = [p for p in points if previous is None or p.at > previous]
+        insert_rows(
+            CourierPoint,
+            TRAIL_FIELDS,
+            [(courier.pk, p.lat, p.long, p.at, p.accuracy) for p in fresh],
+        )
+    return len(fresh)
+
+
+_NOT_NEWER = object()
+
+
+def _store_latest(courier_id: int, newest: Point) -> datetime | None | object:
+    """The stored latest time before this one (None: the first), or _NOT_NEWER if `newest`
+    is not newer than what is stored (nothing changed)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _UPSERT_LATEST,
+                {
+                    "courier": courier_id,
+                    "lat": newest.lat,
+                    "long": newest.long,
+                    "at": newest.at,
+                    "accuracy": newest.accuracy,
+                },
+            )
+            previous, stored = cursor.fetchone()
+        return previous if stored else _NOT_NEWER
+    # SQLite (make run): one writer at a time anyway.
+    stored = CourierPosition.objects.filter(courier_id=courier_id).first()
+    if stored is not None and stored.at >= newest.at:
+        return _NOT_NEWER
+    CourierPosition.objects.update_or_create(
+        courier_id=courier_id,
+        defaults={
+            "lat": newest.lat,
+            "long": newest.long,
+            "at": newest.at,
+            "accuracy": newest.accuracy,
+        },
+    )
+    return None if stored is None else stored.at
+
+
+def prune_trail(*, now: datetime | None = None) -> int:
+    """Delete trail points older than COURIER_TRAIL_HOURS; how many."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.COURIER_TRAIL_HOURS)
+    deleted, _ = CourierPoint.objects.filter(at__lt=cutoff).delete()
+    return deleted

@@ -1,0 +1,157 @@
+"""Couriers' positions (docs/contract.md §20): validated, the latest kept and a 24 h trail,
+written set-based (one statement and one COPY whatever the number of points), and the real
+courier on the tracking entry while on the way."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from couriers.models import CourierPoint, CourierPosition
+from couriers.services import Point, prune_trail, record_points
+from tests.courier_app.conftest import assigned_drops
+from tests.factories import drop
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def points(start: datetime, n: int, step: int = 15) -> list[dict]:
+    return [
+        {"lat": 11.56 + i * 1e-4, "long": 104.92, "at": iso(start + timedelta(seconds=i * step)),
+         "accuracy": 8}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def test_points_are_stored_as_latest_and_trail(open_for_business, dara):
+    courier, client = dara
+    now = timezone.now()
+    answer = client.post("/location", {"points": points(now - timedelta(minutes=1), 4)})
+    assert answer.status_code == 200
+    assert answer.json()["data"] == {"received": 4, "stored": 4}
+    latest = CourierPosition.objects.get(courier=courier)
+    assert latest.lat == pytest.approx(11.5603) and latest.accuracy == 8
+    assert CourierPoint.objects.filter(courier=courier).count() == 4
+
+
+def test_older_repeated_and_future_points_are_ignored(open_for_business, dara):
+    courier, client = dara
+    now = timezone.now()
+    sent = points(now - timedelta(minutes=2), 3)
+    client.post("/location", {"points": sent})
+    # An offline queue sends the same points again, with one new one and one from the future.
+    again = [*sent, *points(now, 1), *points(now + timedelta(hours=1), 1)]
+    answer = client.post("/location", {"points": again})
+    assert answer.json()["data"] == {"received": 5, "stored": 1}
+    assert CourierPoint.objects.filter(courier=courier).count() == 4
+    assert CourierPosition.objects.get(courier=courier).at == datetime.fromisoformat(
+        points(now, 1)[0]["at"]
+    )
+    # Only older points: nothing stored, the latest stays.
+    answer = client.post("/location", {"points": points(now - timedelta(hours=1), 2)})
+    assert answer.json()["data"]["stored"] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"points": []}, "points"),
+        ({"points": [{}] * 101}, "points"),
+        ({"points": "here"}, "points"),
+        ({"points": [{"lat": 91, "long": 104, "at": "2026-11-25T10:00:00Z"}]}, "points[0].lat"),
+        ({"points": [{"lat": 11, "long": "x", "at": "2026-11-25T10:00:00Z"}]}, "points[0].long"),
+        ({"points": [{"lat": 11, "long": 104, "at": "2026-11-25T10:00:00"}]}, "points[0].at"),
+        ({"points": [{"lat": 11, "long": 104, "at": "yesterday"}]}, "points[0].at"),
+        (
+            {"points": [{"lat": 11, "long": 104, "at": "2026-11-25T10:00:00Z", "accuracy": -1}]},
+            "points[0].accuracy",
+        ),
+        ({"points": [{"lat": True, "long": 104, "at": "2026-11-25T10:00:00Z"}]}, "points[0].lat"),
+        ({"points": [7]}, "points[0]"),
+        ({"where": []}, "where"),
+    ],
+)
+def test_invalid_points_are_a_400_naming_the_field(open_for_business, dara, body, field):
+    courier, client = dara
+    answer = client.post("/location", body)
+    assert answer.status_code == 400, answer.content
+    assert field in [d["field"] for d in answer.json()["error"]["details"]]
+    assert not CourierPoint.objects.filter(courier=courier).exists()
+
+
+@pytest.mark.parametrize("n", [1, 100])
+def test_the_write_is_one_statement_and_one_copy_whatever_the_number_of_points(
+    open_for_business, dara, n
+):
+    courier, _ = dara
+    start = timezone.now() - timedelta(minutes=30)
+    sent = [Point(11.5, 104.9, start + timedelta(seconds=i), 5.0) for i in range(n)]
+    with CaptureQueriesContext(connection) as captured:
+        assert record_points(courier=courier, points=sent) == n
+    sql = [q["sql"] for q in captured.captured_queries if "couriers_" in q["sql"]]
+    assert len(sql) == 2, sql
+    assert sql[0].lstrip().startswith("WITH previous") and sql[1].startswith("COPY")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_posts_of_one_courier_at_once_store_each_point_once(make_courier, open_for_business):
+    courier, _ = make_courier("Racer")
+    start = timezone.now() - timedelta(minutes=5)
+    sent = [Point(11.5, 104.9, start + timedelta(seconds=i), None) for i in range(20)]
+    barrier, stored = threading.Barrier(4), []
+
+    def post() -> None:
+        barrier.wait()
+        try:
+            stored.append(record_points(courier=courier, points=sent))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(stored) == [0, 0, 0, 20]
+    assert CourierPoint.objects.filter(courier=courier).count() == 20
+
+
+def test_the_trail_is_pruned_after_its_hours(open_for_business, dara, settings):
+    courier, _ = dara
+    now = timezone.now()
+    old = [Point(11.5, 104.9, now - timedelta(hours=30, seconds=i), None) for i in range(3, 0, -1)]
+    record_points(courier=courier, points=old, now=now)
+    record_points(courier=courier, points=[Point(11.5, 104.9, now, None)], now=now)
+    assert prune_trail(now=now) == 3
+    assert CourierPoint.objects.filter(courier=courier).count() == 1
+
+
+def test_the_tracking_entry_shows_the_real_courier_while_on_the_way(
+    open_for_business, alice, api, dara
+):
+    courier, client = dara
+    (one,) = assigned_drops(api, alice, courier, drop("W-1"))
+    now = timezone.now()
+    client.post("/location", {"points": points(now - timedelta(seconds=5), 1)})
+    (entry,) = api.track(["W-1"], alice.sandbox_key).json()["data"]["orders"]
+    assert entry["driver"]["name"] == "Dara Sok" and entry["driver"]["vehicle"] == "motorbike"
+    assert entry["driver"]["position"]["lat"] == pytest.approx(11.56)
+    client.move(one.pk, to="PICKED_UP")
+    client.move(one.pk, to="DELIVERED")
+    (entry,) = api.track(["W-1"], alice.sandbox_key).json()["data"]["orders"]
+    assert entry["driver"]["name"] == "Dara Sok" and entry["driver"]["position"] is None
+
+
+def test_a_stale_position_is_not_shown(open_for_business, alice, api, dara):
+    courier, client = dara
+    assigned_drops(api, alice, courier, drop("W-2"))
+    client.post("/location", {"points": points(timezone.now() - timedelta(minutes=3), 1)})
+    (entry,) = api.track(["W-2"], alice.sandbox_key).json()["data"]["orders"]
+    assert entry["driver"]["position"] is None
