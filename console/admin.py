@@ -3,6 +3,7 @@
 from console import (  # noqa: F401 -- registers
     businesses,
     cod,
+    couriers,
     coverage,
     fleet,
     history,

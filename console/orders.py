@@ -65,11 +65,6 @@ class IdempotencyRecordAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
     list_display = ["key", "business", "environment", "batch", "created_at"]
 
 
-@admin.register(Driver)
-class DriverAdmin(ServiceTimesAdmin, admin.ModelAdmin):
-    list_display = ["name", "phone", "active", "is_sandbox_test_driver"]
-
-
 class DeliveryEventInline(ServiceTimesInline, admin.TabularInline):
     model = DeliveryEvent
     extra = 0
