@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) bench/geo.py
 	$(PY) bench/bulk.py
 	$(PY) bench/webhooks.py
+	$(PY) bench/couriers.py
 
 ## make cluster-test: two app instances behind HAProxy, PgBouncer, Redis, two workers, under
 ## locust load for 90 s while parts are killed and restarted; prints figures and invariants.
