@@ -1,0 +1,65 @@
+"""The courier app's sign-in form (docs/couriers.md): phone and password, behind the
+dashboard's sign-in throttle (accounts/ratelimit.py), as POST /api/v1/courier/session is."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+
+from accounts import ratelimit
+from couriers.services import check_courier_password
+from orders.models import Driver
+
+# What people type between the digits of a phone number: "+855 12 345-678" is +85512345678.
+PHONE_SEPARATORS = re.compile(r"[\s\-().]")
+
+LOCKED_OUT = {
+    ratelimit.ADDRESS: "Too many failed sign-ins from this network. "
+    f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes.",
+    ratelimit.USERNAME: "Too many failed sign-ins with this phone. "
+    f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes, or ask your dispatcher.",
+    ratelimit.UNAVAILABLE: "Signing in is paused for a moment. Try again in a minute.",
+}
+WRONG = "The phone or the password is wrong."
+
+
+class CourierSignInForm(forms.Form):
+    phone = forms.CharField(
+        max_length=40,
+        widget=forms.TextInput(attrs={"type": "tel", "autocomplete": "tel", "inputmode": "tel"}),
+        help_text="With the country code, e.g. +855 12 345 678.",
+    )
+    password = forms.CharField(
+        max_length=200,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+    )
+
+    def __init__(self, *args, request, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.request = request
+        self.courier: Driver | None = None
+        self.locked_out = False
+
+    def clean_phone(self) -> str:
+        return PHONE_SEPARATORS.sub("", self.cleaned_data["phone"])
+
+    def clean(self):
+        """The lockout first (one counter read, no hashing), then the password check;
+        a failure counts, a success clears this phone's count (not the address's)."""
+        cleaned = super().clean()
+        phone = cleaned.get("phone") or PHONE_SEPARATORS.sub("", self.data.get("phone") or "")
+        address = ratelimit.client_address(self.request)
+        if locked := ratelimit.locked_out_by(phone, address):
+            self.locked_out = True
+            raise forms.ValidationError(LOCKED_OUT[locked], code="rate_limited")
+        if self.errors:  # a field left empty: nothing to check, but it counts as a guess
+            ratelimit.record_failure(phone, address)
+            return cleaned
+        self.courier = check_courier_password(phone=phone, password=cleaned["password"])
+        if self.courier is None:
+            ratelimit.record_failure(phone, address)
+            raise forms.ValidationError(WRONG, code="invalid_login")
+        ratelimit.clear_failures(phone, address)
+        return cleaned

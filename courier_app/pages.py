@@ -1,0 +1,188 @@
+"""The courier app's pages, /courier/ (docs/couriers.md, docs/contract.md §20): sign in and
+out, the home page (online status, the offer's place, the route), and plain form posts for
+going online and for moves, so the app works without JavaScript; with it, courier.js sends
+the same moves to the JSON API and queues them while the phone has no network."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+
+from core.api import ApiError
+from courier_app.api import MOVE_REFUSAL_STATUS
+from courier_app.auth import SESSION_HASH_KEY, SESSION_KEY, courier_of_session, sign_in_session
+from courier_app.forms import CourierSignInForm
+from courier_app.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES, parse_move
+from courier_app.selectors import courier_drop, route_of
+from courier_app.services import CourierMoveRefused, move_as_courier
+from couriers.services import set_online
+from orders.models import Drop, DropStatus, FailureReason, UndeliverableAction
+from tracking.lifecycle import ALLOWED
+from tracking.proof import MAX_PHOTO_BYTES, photo_extension
+from tracking.services import store_proof_photo
+
+# What the courier reads when a move is refused; the service's own words for the others.
+MOVE_MESSAGES = {
+    "COD_NOT_COLLECTED": "Collect the cash first, then tick “Cash collected”.",
+}
+FAILURE_CHOICES = [(r, FailureReason(r).label) for r in COURIER_FAILURE_REASONS]
+
+
+@require_safe
+def home_view(request: HttpRequest) -> HttpResponse:
+    """The signed-in courier's home page; the sign-in page for anyone else."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return _sign_in_page(request, CourierSignInForm(request=request))
+    return _home_page(request, courier)
+
+
+@require_POST
+def sign_in_view(request: HttpRequest) -> HttpResponse:
+    form = CourierSignInForm(request.POST, request=request)
+    if not form.is_valid():
+        return _sign_in_page(request, form, status=429 if form.locked_out else 200)
+    sign_in_session(request, form.courier)
+    return redirect("courier_app:home")
+
+
+@require_POST
+def sign_out_view(request: HttpRequest) -> HttpResponse:
+    # Only the courier's keys: a dashboard login sharing this browser's session stays.
+    request.session.pop(SESSION_KEY, None)
+    request.session.pop(SESSION_HASH_KEY, None)
+    request.session.cycle_key()
+    return redirect("courier_app:home")
+
+
+@require_POST
+def status_view(request: HttpRequest) -> HttpResponse:
+    """Online or offline by a plain form post (courier.js uses POST /api/v1/courier/status)."""
+    courier = courier_of_session(request)
+    if courier is not None:
+        set_online(courier=courier, online=request.POST.get("online") == "true")
+    return redirect("courier_app:home")
+
+
+@require_POST
+def move_view(request: HttpRequest, drop_id: uuid.UUID) -> HttpResponse:
+    """A move by a plain form post; refused, the home page again with the reason at the stop
+    (and the API's status for it)."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return redirect("courier_app:home")
+    drop = courier_drop(courier, drop_id)
+    if drop is None:
+        raise Http404("No drop of yours has this id.")
+    fields = {
+        name: value
+        for name, value in request.POST.items()
+        if name != "csrfmiddlewaretoken" and value != ""
+    }
+    try:
+        move = parse_move(fields)
+        photo = _stored_photo(request.FILES.get("photo"))
+        move_as_courier(courier=courier, drop=drop, move=move, photo=photo)
+    except ApiError as refused:
+        return _home_page(request, courier, error=(drop.pk, _said(refused)), status=400)
+    except CourierMoveRefused as refused:
+        message = MOVE_MESSAGES.get(refused.code, str(refused))
+        status = MOVE_REFUSAL_STATUS[refused.code]
+        return _home_page(request, courier, error=(drop.pk, message), status=status)
+    return redirect(reverse("courier_app:home") + f"#stop-{drop.pk}")
+
+
+def _said(error: ApiError) -> str:
+    if not error.details:
+        return error.message
+    return " ".join(
+        f"{d['field'].replace('_', ' ').capitalize()}: {d['message']}" for d in error.details
+    )
+
+
+def _stored_photo(upload) -> str | None:
+    """The proof photo kept, as the API keeps it (PNG, JPEG or WebP by its bytes, ≤ 5 MB)."""
+    if upload is None:
+        return None
+    if upload.size > MAX_PHOTO_BYTES:
+        raise ApiError(400, "VALIDATION_ERROR", "The photo is over 5 MB.")
+    upload.seek(0)
+    if photo_extension(upload.read(12)) is None:
+        raise ApiError(400, "VALIDATION_ERROR", "The photo must be a PNG, JPEG or WebP image.")
+    upload.seek(0)
+    return store_proof_photo(upload)
+
+
+def _sign_in_page(request: HttpRequest, form: CourierSignInForm, status: int = 200):
+    return _page(render(request, "courier_app/sign_in.html", {"form": form}, status=status))
+
+
+def _home_page(request: HttpRequest, courier, *, error=None, status: int = 200) -> HttpResponse:
+    route = route_of(courier)
+    stops = _stops_shown(route["stops"], error) if route else []
+    context = {
+        "courier": courier,
+        "first_name": courier.name.split(" ")[0],
+        "route": route,
+        "pickup_links": _navigation(route["pickup"]) if route else None,
+        "stops": stops,
+        "failure_choices": FAILURE_CHOICES,
+        "move_messages": MOVE_MESSAGES,
+        "max_points": settings.MAX_COURIER_POINTS,
+    }
+    return _page(render(request, "courier_app/home.html", context, status=status))
+
+
+def _stops_shown(stops: list[dict], error) -> list[dict]:
+    """Each stop of the route with what the page adds: the moves its status allows, the
+    navigation links, the currency of its cash, and the refusal of a move just posted."""
+    facts = {
+        pk: (action, currency)
+        for pk, action, currency in Drop.objects.filter(
+            pk__in=[s["drop_id"] for s in stops]
+        ).values_list("pk", "undeliverable_action", "currency")
+    }
+    shown = []
+    for stop in stops:
+        drop_id = uuid.UUID(stop["drop_id"])
+        moves = [to for to in COURIER_MOVES if to in ALLOWED[stop["status"]]]
+        action, currency = facts.get(drop_id, (None, ""))
+        if action != UndeliverableAction.RETURN:
+            moves = [to for to in moves if to != DropStatus.RETURNING]
+        shown.append(
+            {
+                **stop,
+                "status_label": DropStatus(stop["status"]).label,
+                "moves": moves,
+                "currency": currency,
+                "links": _navigation(stop),
+                "error": error[1] if error and error[0] == drop_id else None,
+            }
+        )
+    return shown
+
+
+def _navigation(place: dict) -> dict:
+    at = f"{place['lat']},{place['long']}"
+    return {
+        "maps": "https://www.google.com/maps/dir/?" + urlencode({"api": 1, "destination": at}),
+        "geo": f"geo:{at}",
+        "at": at,
+    }
+
+
+def _page(response: HttpResponse) -> HttpResponse:
+    """The route holds recipients' phones: never cached, nothing loaded from elsewhere."""
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "same-origin"
+    response["Content-Security-Policy"] = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return response
