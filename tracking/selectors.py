@@ -37,6 +37,7 @@ from orders.models import (
     initial_status,
 )
 from orders.windows import AT_RISK, ON_TRACK
+from tracking.courier_eta import Stop, etas_from_courier
 from tracking.eta import EtaModel
 from tracking.proof import photo_url
 
@@ -152,12 +153,40 @@ def _entries(rows) -> dict[str, dict]:
     orders = _orders_of({row.order_id for row in rows})
     moves = _moves_of(rows, orders)
     context = _Context()
+    context.from_courier = _etas_from_couriers(rows, orders, context.now)
     # The links' tokens are made from the ids, all in one cipher call (orders/links.py).
     tokens = tracking_tokens([row.drop_id for row in rows])
     return {
         row.drop_id: context.entry(row, orders[row.order_id], moves.get(row.drop_id, ()), token)
         for row, token in zip(rows, tokens, strict=True)
     }
+
+
+def _etas_from_couriers(rows, orders: dict, now: datetime) -> dict[str, dict]:
+    """The ETAs counted from the courier, by drop id, for the drops whose courier is on the
+    way with a fresh position: one more query, only when there are any."""
+    moving = {
+        row.order_id
+        for row in rows
+        if row.status in ON_THE_WAY and orders[row.order_id].courier_at is not None
+    }
+    if not moving:
+        return {}
+    stops: dict[str, list[Stop]] = defaultdict(list)
+    for order_id, drop_id, lat, long, status in (
+        Drop.objects.filter(order_id__in=moving, status__in=ON_THE_WAY)
+        .order_by("order_id", "pk")
+        .values_list("order_id", "pk", "lat", "long", "status")
+    ):
+        stops[str(order_id)].append(Stop(str(drop_id), lat, long, status))
+    etas: dict[str, dict] = {}
+    for order_id, order_stops in stops.items():
+        order = orders[order_id]
+        pickup = (order.pickup["lat"], order.pickup["long"])
+        etas |= etas_from_courier(
+            position=order.courier_at, pickup=pickup, stops=order_stops, now=now
+        )
+    return etas
 
 
 class _Order:
@@ -169,6 +198,7 @@ class _Order:
         "driver",
         "driver_on_the_way",
         "environment",
+        "courier_at",
         "initial",
         "pickup",
         "scheduled",
@@ -191,7 +221,7 @@ class _Order:
         if row.resolved:
             self.pickup["resolved_pin"] = {"lat": lat, "long": long}
         driver = row.driver
-        self.driver = self.driver_on_the_way = None
+        self.driver = self.driver_on_the_way = self.courier_at = None
         if driver is not None:
             self.driver = {
                 "name": driver,
@@ -203,6 +233,8 @@ class _Order:
             fresh = at is not None and moment_of(at) >= fresh_since
             position = {"lat": row.driver_lat, "long": row.driver_long, "at": at} if fresh else None
             self.driver_on_the_way = {**self.driver, "position": position}
+            if fresh:  # the ETA counts from here (tracking/courier_eta.py)
+                self.courier_at = (row.driver_lat, row.driver_long)
 
 
 def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
@@ -301,10 +333,11 @@ class _Context:
     """What every entry of one answer shares: the time, the link prefix, the ETA model, the
     wire texts of the rows' times."""
 
-    __slots__ = ("eta", "link", "moments", "now", "starts", "times")
+    __slots__ = ("eta", "from_courier", "link", "moments", "now", "starts", "times")
 
     def __init__(self) -> None:
         self.now = timezone.now()
+        self.from_courier: dict[str, dict] = {}  # ETAs counted from the courier, by drop id
         self.link = tracking_url("")
         self.eta = EtaModel()
         self.moments: dict[str, datetime] = {}
@@ -324,6 +357,11 @@ class _Context:
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
         eta = self._eta(status, created, order, row.lat, row.long, moves)
+        from_courier = self.from_courier.get(drop_id)
+        if eta is not None and from_courier is not None and status in ON_THE_WAY:
+            eta["dropoff_at"] = from_courier["dropoff_at"]
+            if from_courier["pickup_at"] is not None:  # not picked up yet: when it will be
+                eta["pickup_at"] = from_courier["pickup_at"]
         window = None
         if row.window_start is not None:
             window = self._window(row)

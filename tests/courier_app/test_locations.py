@@ -155,3 +155,50 @@ def test_a_stale_position_is_not_shown(open_for_business, alice, api, dara):
     client.post("/location", {"points": points(timezone.now() - timedelta(minutes=3), 1)})
     (entry,) = api.track(["W-2"], alice.sandbox_key).json()["data"]["orders"]
     assert entry["driver"]["position"] is None
+
+
+def test_the_eta_counts_from_the_courier_through_the_stops_before(
+    open_for_business, alice, api, dara, settings
+):
+    from geo.geometry import haversine_km
+
+    courier, client = dara
+    first, second = assigned_drops(
+        api, alice, courier,
+        drop("E-1", lat=11.5600, long=104.9300), drop("E-2", lat=11.5800, long=104.9300),
+    )  # fmt: skip
+    order = first.order
+    here = (11.5400, 104.9000)  # a few km from the pickup
+    sent = [{"lat": here[0], "long": here[1], "at": iso(timezone.now())}]
+    client.post("/location", {"points": sent})
+    now = timezone.now()
+    entries = {e["client_order_id"]: e for e in api.track(["E-1", "E-2"], alice.sandbox_key)
+               .json()["data"]["orders"]}  # fmt: skip
+    speed, handling = settings.COURIER_SPEED_KMH, timedelta(minutes=settings.HANDLING_MINUTES)
+
+    def ride(a, b) -> timedelta:
+        return timedelta(hours=haversine_km(*a, *b) / speed)
+
+    pickup = (order.pickup_lat, order.pickup_long)
+    stops = {d.client_order_id: (d.lat, d.long) for d in (first, second)}
+    at_pickup = now + ride(here, pickup)
+    reach = at_pickup + handling
+    expected = {}
+    previous = pickup
+    for name in (first.client_order_id, second.client_order_id):  # stop order: by id
+        reach += ride(previous, stops[name]) + handling
+        previous = stops[name]
+        expected[name] = reach
+    for name, when in expected.items():
+        eta = entries[name]["eta"]
+        got = datetime.fromisoformat(eta["dropoff_at"])
+        assert abs((got - when).total_seconds()) < 5, (name, eta, when)
+        assert abs((datetime.fromisoformat(eta["pickup_at"]) - at_pickup).total_seconds()) < 5
+    # Picked up: from where the courier is, straight through the stops left.
+    client.move(first.pk, to="PICKED_UP")
+    client.move(second.pk, to="PICKED_UP")
+    client.move(first.pk, to="DELIVERED")
+    (entry,) = api.track([second.client_order_id], alice.sandbox_key).json()["data"]["orders"]
+    got = datetime.fromisoformat(entry["eta"]["dropoff_at"])
+    want = timezone.now() + ride(here, stops[second.client_order_id]) + handling
+    assert abs((got - want).total_seconds()) < 5
