@@ -113,6 +113,7 @@ class TrackingPage:
     is_sandbox: bool
     business_name: str
     first_name: str
+    courier_first_name: str  # the courier on the way to this drop; "" when none is
     time_zone: str
     timeline: list[Step]
     eta_pickup: Moment | None
@@ -158,6 +159,7 @@ def tracking_page(token: str) -> TrackingPage | None:
         is_sandbox=entry["environment"] == "sandbox",
         business_name=business_name,
         first_name=first_name(entry["dropoff"]["name"]),
+        courier_first_name=_courier_first_name(entry),
         time_zone=settings.TIME_ZONE,
         timeline=[
             Step(e["status"], EVENT_WORDS.get(e["status"], e["status"]), moment(e["at"], zone))
@@ -170,6 +172,14 @@ def tracking_page(token: str) -> TrackingPage | None:
         failure=_failure(entry["failure"], zone),
         map=_map_data(entry, progress),
     )
+
+
+def _courier_first_name(entry: dict) -> str:
+    """The courier's first name while one is on the way (docs/contract.md §20)."""
+    driver = entry["driver"]
+    if driver is None or entry["status"] not in COURIER_STATUSES:
+        return ""
+    return first_name(driver["name"])
 
 
 def first_name(name: str) -> str:
@@ -213,11 +223,17 @@ def _map_data(entry: dict, progress: float | None) -> dict:
     pickup = [entry["pickup"]["lat"], entry["pickup"]["long"]]
     drop = [entry["dropoff"]["lat"], entry["dropoff"]["long"]]
     on_the_way = entry["status"] in COURIER_STATUSES
+    # The real courier's position while fresh (docs/contract.md §20); the simulated
+    # progress only for the sandbox test driver's scenarios.
+    position = (entry["driver"] or {}).get("position")
+    courier = [position["lat"], position["long"]] if position else None
+    if courier is None and on_the_way:
+        courier = courier_at(pickup, drop, progress)
     return {
         "status": entry["status"],
         "pickup": pickup,
         "drop": drop,
-        "courier": courier_at(pickup, drop, progress) if on_the_way else None,
+        "courier": courier if on_the_way else None,
         "areas": areas_serving(*drop),
         "tiles": map_tiles(),
     }

@@ -202,3 +202,27 @@ def test_the_eta_counts_from_the_courier_through_the_stops_before(
     got = datetime.fromisoformat(entry["eta"]["dropoff_at"])
     want = timezone.now() + ride(here, stops[second.client_order_id]) + handling
     assert abs((got - want).total_seconds()) < 5
+
+
+def test_the_recipients_page_names_the_courier_and_draws_them_where_they_are(
+    open_for_business, alice, api, dara
+):
+    import json
+    import re
+    from urllib.parse import urlsplit
+
+    from django.test import Client
+
+    courier, client = dara
+    (one,) = assigned_drops(api, alice, courier, drop("G-1"))
+    client.post("/location", {"points": [{"lat": 11.5512, "long": 104.9111,
+                                          "at": iso(timezone.now())}]})  # fmt: skip
+    (entry,) = api.track(["G-1"], alice.sandbox_key).json()["data"]["orders"]
+    page = Client().get(urlsplit(entry["tracking_url"]).path).content.decode()
+    assert re.search(r'class="courier-name">Dara</span> is your courier', page)
+    found = re.search(r'<script id="tracking-data" type="application/json">(.*?)</script>', page)
+    assert json.loads(found[1])["courier"] == [11.5512, 104.9111]
+    client.move(one.pk, to="PICKED_UP")
+    client.move(one.pk, to="DELIVERED")
+    page = Client().get(urlsplit(entry["tracking_url"]).path).content.decode()
+    assert "is your courier" not in page
