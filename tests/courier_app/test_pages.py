@@ -208,3 +208,22 @@ def test_forms_carry_the_csrf_token(dara):
     client = Client(enforce_csrf_checks=True)
     answer = client.post("/courier/sign-in", {"phone": courier.phone, "password": PASSWORD})
     assert answer.status_code == 403
+
+
+def test_a_failed_drop_to_dispose_of_offers_no_return(
+    open_for_business, alice, api, dara, phone_of
+):
+    courier, _ = dara
+    drops = assigned_drops(
+        api, alice, courier,
+        {**drop("D-1"), "undeliverable_action": "dispose"}, drop("D-2"), drop("D-3"),
+    )  # fmt: skip
+    by_id = {d.client_order_id: d for d in drops}
+    client = phone_of(courier)
+    for name in ("D-1", "D-2"):
+        move(client, by_id[name].pk, to="PICKED_UP")
+        move(client, by_id[name].pk, to="FAILED", reason="REFUSED")
+    html = client.get("/courier/").content.decode()
+    stops = {part[:36]: part for part in html.split('id="stop-')[1:]}  # each stop's html
+    assert 'value="RETURNING"' in stops[str(by_id["D-2"].pk)]
+    assert 'value="RETURNING"' not in stops[str(by_id["D-1"].pk)]
