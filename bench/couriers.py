@@ -32,6 +32,7 @@ import http.client
 import os
 import queue
 import random
+import resource
 import secrets
 import signal
 import string
@@ -152,6 +153,11 @@ class Job:
     courier_id: int
     round: int  # the courier's how-manyth post
 
+    @property
+    def request_id(self) -> str:
+        """Sent as X-Request-Id: the access log's line of this request carries it."""
+        return f"bench-{self.courier_id}-{self.round}"
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -188,8 +194,11 @@ class Load:
     _queue: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    client_cpu: float = 0.0  # seconds of CPU this process spent sending
+
     def run(self) -> float:
         """Send everything; the start time (monotonic) every due is counted from."""
+        cpu_before = resource.getrusage(resource.RUSAGE_SELF)
         for job in self.jobs:
             self._queue.put(job)
         start = time.monotonic() + 0.5  # every thread is up and waiting by then
@@ -201,6 +210,10 @@ class Load:
             thread.start()
         for thread in threads:
             thread.join()
+        cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+        self.client_cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (
+            cpu_after.ru_stime - cpu_before.ru_stime
+        )
         return start
 
     def _send_all(self, start: float) -> None:
@@ -240,6 +253,7 @@ class Load:
         headers = {
             "Authorization": f"Bearer {self.tokens[job.courier_id]}",
             "Content-Type": "application/json",
+            "X-Request-Id": job.request_id,
         }
         sent = time.monotonic()
         try:
@@ -274,6 +288,24 @@ def spread(values: list[float]) -> str:
     )
 
 
+def server_times(log: Path, measured: list[Outcome]) -> tuple[list[float], list[float]]:
+    """The app's own time and its database time (seconds) for the measured requests, from
+    gunicorn's log: the access log line each request ends with (core/middleware.py), found by
+    the request id the bench sent. It leaves out gunicorn's accept and parse, and the COPY
+    (the database timer sees statements through Django's cursor only)."""
+    wanted = {o.job.request_id for o in measured}
+    app, database = [], []
+    for line in log.read_bytes().splitlines():
+        if b'"api.access"' not in line:
+            continue
+        with contextlib.suppress(orjson.JSONDecodeError):
+            entry = orjson.loads(line)
+            if entry.get("request_id") in wanted:
+                app.append(entry["duration_ms"] / 1000)
+                database.append(entry["db_ms"] / 1000)
+    return app, database
+
+
 def check_database(db: psycopg.Connection, outcomes: list[Outcome], trail_before: int) -> list[str]:
     """What the answers said must be what is stored; the problems found, if any."""
     problems = []
@@ -303,8 +335,11 @@ def check_database(db: psycopg.Connection, outcomes: list[Outcome], trail_before
     return problems
 
 
-def report(outcomes: list[Outcome], cfg: Settings, problems: list[str], db) -> bool:
+def report(
+    load: Load, cfg: Settings, problems: list[str], db: psycopg.Connection, log: Path
+) -> bool:
     """Print the figures; whether the p99 target was met."""
+    outcomes = load.outcomes
     measured = [o for o in outcomes if o.job.due >= cfg.warmup]
     ok = [o for o in measured if o.status == 200]
     errors = [o for o in measured if o.status != 200]
@@ -323,6 +358,12 @@ def report(outcomes: list[Outcome], cfg: Settings, problems: list[str], db) -> b
     )
     print(f"latency:    {spread([o.latency for o in ok])} (from the moment each was due)")
     print(f"service:    {spread([o.service for o in ok])} (from the moment each was sent)")
+    app, database = server_times(log, ok)
+    if app:
+        print(
+            f"in the app: {spread(app)} (its access log: middleware to response, {len(app)} lines)"
+        )
+        print(f"  database: {spread(database)} (statements through Django's cursor, no COPY)")
     print(f"late:       {late} requests started over 5 ms after they were due (no free sender)")
     print(f"errors:     {len(errors)}")
     for o in errors[:5]:
@@ -338,7 +379,8 @@ def report(outcomes: list[Outcome], cfg: Settings, problems: list[str], db) -> b
     )
     print(
         f"server:     gunicorn config.wsgi, {cfg.workers} sync workers, DEBUG off; the client"
-        f" ({cfg.senders} sender threads) runs on the same CPUs"
+        f" ({cfg.senders} sender threads) runs on the same CPUs and used"
+        f" {load.client_cpu / (cfg.warmup + cfg.duration):.0%} of one"
     )
     for line in machine(db, cfg.load_before):
         print(line)
@@ -401,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--- gunicorn log (tail) ---\n{server.log_tail()}", file=sys.stderr)
             raise
         problems = check_database(db, load.outcomes, trail_before)
-        report(load.outcomes, cfg, problems, db)
+        report(load, cfg, problems, db, server.log_path)
         errors = [o for o in load.outcomes if o.status != 200]
         if problems or errors:
             raise BenchError(
