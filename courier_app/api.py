@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.utils import timezone
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
@@ -18,6 +19,7 @@ from courier_app.schema import LOCATION, MOVE, ROUTE, SIGN_IN, STATUS
 from courier_app.selectors import courier_drop, route_of, stop_of, stop_sequence_of
 from courier_app.services import CourierMoveRefused, move_as_courier
 from couriers.services import check_courier_password, issue_token, record_points, set_online
+from tracking.courier_events import report_courier_position
 from tracking.proof import MAX_PHOTO_BYTES, photo_extension
 from tracking.services import store_proof_photo
 
@@ -73,7 +75,10 @@ class CourierViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def location(self, request):
         points = parse_points(json_body(request))
-        stored = record_points(courier=request.auth.courier, points=points)
+        courier = request.auth.courier
+        stored = record_points(courier=courier, points=points)
+        if stored:  # the businesses hear where their orders are (order.courier_position)
+            report_courier_position(courier_id=courier.pk, now=timezone.now())
         return envelope({"received": len(points), "stored": stored})
 
     @MOVE

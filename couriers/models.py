@@ -29,6 +29,8 @@ class CourierPosition(models.Model):
     long = models.FloatField()
     at = models.DateTimeField()
     accuracy = models.FloatField(null=True, blank=True)
+    # When order.courier_position last went out for this courier's orders (tracking).
+    event_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.courier_id} at {self.lat:.5f},{self.long:.5f} ({self.at:%H:%M:%S})"

@@ -21,6 +21,9 @@ class EventType(models.TextChoices):
     ORDER_UPDATED = "order.updated"  # an edit after creation (docs/contract.md §17)
     # Once per drop, when its ETA first passes its drop-off window's end (docs/contract.md §17).
     ORDER_WINDOW_AT_RISK = "order.window_at_risk"
+    # Where the courier is and each drop's ETA, at most every COURIER_EVENT_SECONDS per
+    # courier while on the way (docs/contract.md §20).
+    ORDER_COURIER_POSITION = "order.courier_position"
     WALLET_BALANCE_LOW = "wallet.balance_low"
     INVOICE_ISSUED = "invoice.issued"
     # Cash collected on delivery leaving what we hold for the business (docs/contract.md §18).

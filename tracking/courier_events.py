@@ -1,0 +1,74 @@
+"""order.courier_position (docs/contract.md §20): while a courier is on the way, where they
+are and each drop's ETA, at most every COURIER_EVENT_SECONDS."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from couriers.models import CourierPosition
+from couriers.selectors import ON_THE_WAY
+from events.models import EventType
+from events.services import NewEvent, record_many
+from orders.models import Drop
+from tracking.selectors import entries_by_drop_id
+
+
+def report_courier_position(*, courier_id: int, now: datetime) -> int:
+    """One order.courier_position per order of the courier with a drop on the way, unless
+    one went out in the last COURIER_EVENT_SECONDS; how many. The claim is one conditional
+    UPDATE of the courier's position row, so two posts at once send one set of events."""
+    since = now - timedelta(seconds=settings.COURIER_EVENT_SECONDS)
+    with transaction.atomic():
+        claimed = (
+            CourierPosition.objects.filter(courier_id=courier_id)
+            .filter(Q(event_at__isnull=True) | Q(event_at__lte=since))
+            .update(event_at=now)
+        )
+        if not claimed:
+            return 0
+        drops = list(
+            Drop.objects.filter(order__driver_id=courier_id, status__in=ON_THE_WAY)
+            .order_by("order_id", "pk")
+            .values_list("pk", "order_id", "business_id", "environment")
+        )
+        if not drops:
+            return 0
+        entries = entries_by_drop_id([pk for pk, *_ in drops])
+        by_order: dict = defaultdict(list)
+        for pk, order_id, business_id, environment in drops:
+            by_order[(order_id, business_id, environment)].append(entries[str(pk)])
+        record_many(
+            [
+                NewEvent(
+                    business_id,
+                    environment,
+                    EventType.ORDER_COURIER_POSITION,
+                    _payload(order_id, order_entries),
+                )  # fmt: skip
+                for (order_id, business_id, environment), order_entries in by_order.items()
+            ],
+            at=now,
+        )
+    return len(by_order)
+
+
+def _payload(order_id, entries: list[dict]) -> dict:
+    driver = entries[0]["driver"] or {}
+    return {
+        "pass_order_id": str(order_id),
+        "courier": {"name": driver.get("name"), "position": driver.get("position")},
+        "drops": [
+            {
+                "drop_id": entry["drop_id"],
+                "client_order_id": entry["client_order_id"],
+                "status": entry["status"],
+                "eta": entry["eta"],
+            }
+            for entry in entries
+        ],
+    }
