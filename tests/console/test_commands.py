@@ -324,6 +324,19 @@ def test_seed_demo_prints_a_dashboard_login_that_signs_in_to_the_demo_business(s
     assert "Dashboard login: demo@example.com / (unchanged)" in seed_demo_output()
 
 
+def test_seed_demo_prints_a_courier_login_that_signs_in_to_the_courier_api(settings, api):
+    settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = True, ""
+
+    printed = seed_demo_output()
+
+    assert "Courier login (/courier/): +85512000001 / demo-courier" in printed
+    answer = api.post(
+        "/courier/session", {"phone": "+85512000001", "password": "demo-courier"}, None
+    )
+    assert answer.status_code == 200
+    assert "Courier login (/courier/): +85512000001 / (unchanged)" in seed_demo_output()
+
+
 def test_no_dashboard_login_with_debug_off_and_no_password(settings):
     settings.DEBUG, settings.DEMO_ADMIN_PASSWORD = False, ""
 

@@ -14,6 +14,7 @@ from accounts import services
 from accounts.keys import digest_of
 from accounts.models import ApiKey, Business, Environment, Membership
 from console.provisioning import provision_business
+from couriers.services import provision_courier
 from geo.demo import seed_region
 from orders.models import Driver
 
@@ -59,6 +60,26 @@ def ensure_demo_login(business: Business) -> str:
     user = User.objects.create_user(username=DEMO_EMAIL, email=DEMO_EMAIL, password=password)
     Membership.objects.create(user=user, business=business, is_owner=True)
     return f"Dashboard login: {DEMO_EMAIL} / {shown}"
+
+
+DEMO_COURIER_PHONE = "+85512000001"
+DEMO_COURIER_PASSWORD = "demo-courier"
+
+
+def ensure_demo_courier() -> str:
+    """A courier who signs in to the courier app, under the same rules as the demo admin."""
+    if Driver.objects.filter(phone=DEMO_COURIER_PHONE).exclude(password="").exists():
+        return f"Courier login (/courier/): {DEMO_COURIER_PHONE} / (unchanged)"
+    if settings.DEMO_ADMIN_PASSWORD:
+        password, shown = settings.DEMO_ADMIN_PASSWORD, "(the DEMO_ADMIN_PASSWORD you set)"
+    elif settings.DEBUG:
+        password = shown = DEMO_COURIER_PASSWORD
+    else:
+        return "No courier login was created (DEBUG is off and DEMO_ADMIN_PASSWORD is not set)."
+    provision_courier(
+        name="Dara Demo", phone=DEMO_COURIER_PHONE, vehicle="motorbike", password=password
+    )
+    return f"Courier login (/courier/): {DEMO_COURIER_PHONE} / {shown}"
 
 
 def demo_key(business: Business, key_file: Path | None) -> str:
@@ -115,8 +136,10 @@ class Command(BaseCommand):
                 key_label=DEMO_KEY_LABEL,
             ).business
         dashboard_login = ensure_demo_login(business)
+        courier_login = ensure_demo_courier()
         key = demo_key(business, opts.get("key_file"))
         self.stdout.write(f"Demo business: {business.name} ({business.stage})")
         self.stdout.write(admin_login)
         self.stdout.write(dashboard_login)
+        self.stdout.write(courier_login)
         self.stdout.write(f"Sandbox key: {key}")
