@@ -31,6 +31,8 @@ from tracking.services import store_proof_photo
 MOVE_MESSAGES = {
     "COD_NOT_COLLECTED": "Collect the cash first, then tick “Cash collected”.",
 }
+# How often the app reads and sends the phone's position while online (docs/contract.md §20).
+POSITION_SECONDS = 15
 FAILURE_CHOICES = [(r, FailureReason(r).label) for r in COURIER_FAILURE_REASONS]
 
 
@@ -135,6 +137,7 @@ def _home_page(request: HttpRequest, courier, *, error=None, status: int = 200) 
         "failure_choices": FAILURE_CHOICES,
         "move_messages": MOVE_MESSAGES,
         "max_points": settings.MAX_COURIER_POINTS,
+        "position_seconds": POSITION_SECONDS,
     }
     return _page(render(request, "courier_app/home.html", context, status=status))
 

@@ -6,6 +6,8 @@ once when the network returns. The screenshots of docs/couriers.md are taken her
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +16,8 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Locator, Page, expect
 
-from couriers.models import CourierPosition
+import courier_app.pages
+from couriers.models import CourierPoint, CourierPosition
 from couriers.services import provision_courier
 from orders.models import DeliveryEvent, Drop, DropStatus
 from tests.browser.axe import assert_accessible
@@ -66,11 +69,11 @@ def sign_in(page: Page, courier) -> None:
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
 
 
-def wait_until(check: Callable[[], object], seconds: float = 10) -> object:
+def wait_until(what: str, check: Callable[[], object], seconds: float = 10) -> object:
     deadline = time.monotonic() + seconds
     while not (found := check()):
         if time.monotonic() > deadline:
-            pytest.fail(f"not within {seconds} s: {check.__doc__ or check}")
+            pytest.fail(f"not within {seconds} s: {what}")
         time.sleep(0.1)
     return found
 
@@ -115,7 +118,10 @@ def test_a_courier_goes_online_and_delivers_a_cod_drop_and_a_pin_drop(
 
     page.get_by_role("button", name="Go online").click()
     expect(page.get_by_text("You are online")).to_be_visible()
-    position = wait_until(lambda: CourierPosition.objects.filter(courier=courier).first())
+    position = wait_until(
+        "the phone's position stored",
+        lambda: CourierPosition.objects.filter(courier=courier).first(),
+    )
     assert (position.lat, position.long) == pytest.approx((WHERE["latitude"], WHERE["longitude"]))
     for_docs(page, "route", screenshot)
 
@@ -166,7 +172,7 @@ def test_a_move_made_offline_waits_and_lands_once_when_the_network_returns(
     assert Drop.objects.get(pk=one.pk).status == S.ASSIGNED
 
     page.context.set_offline(False)
-    wait_until(lambda: Drop.objects.get(pk=one.pk).status == S.PICKED_UP)
+    wait_until("the queued move made", lambda: Drop.objects.get(pk=one.pk).status == S.PICKED_UP)
     expect(stop_of(page, one).locator(".status")).to_have_text("Picked up")
     expect(page.locator("#waiting")).to_be_hidden()
     page.reload()  # a page load sends what waits: nothing does any more
@@ -195,3 +201,27 @@ def test_the_courier_app_passes_axe_at_360_px(make_tenant, api, courier, phone, 
         expect(stop_of(page, cash).get_by_label("PIN from the recipient")).to_be_visible()
     assert_accessible(page)
     assert_fits(page, PHONE["width"])
+
+
+def test_positions_taken_offline_wait_and_go_in_batches_when_the_network_returns(
+    courier, phone, monkeypatch, settings
+):
+    # One point a second, at most two a request: the same queue as 15 s and 100, sooner.
+    monkeypatch.setattr(courier_app.pages, "POSITION_SECONDS", 1)
+    settings.MAX_COURIER_POINTS = 2
+    page = phone()
+    sign_in(page, courier)
+    page.get_by_role("button", name="Go online").click()
+    expect(page.get_by_text("You are online")).to_be_visible()
+    wait_until("the first position", lambda: CourierPosition.objects.filter(courier=courier))
+    page.context.set_offline(True)
+    expect(page.locator("#waiting")).to_have_text(re.compile(r"^[5-9] positions waiting"))
+    sent = []
+    page.on("request", lambda r: sent.append(r) if r.url.endswith("/courier/location") else None)
+    page.context.set_offline(False)
+    expect(page.locator("#waiting")).to_be_hidden()
+    # Every point waiting went, two at a time at most, and each was stored once.
+    bodies = [json.loads(r.post_data)["points"] for r in sent]
+    assert len(bodies) >= 3 and all(1 <= len(points) <= 2 for points in bodies)
+    stored = CourierPoint.objects.filter(courier=courier)
+    assert stored.count() == stored.values("at").distinct().count() >= 6

@@ -95,20 +95,22 @@ def test_the_route_shows_each_stop_with_its_links_and_moves(
     open_for_business, alice, api, dara, phone_of
 ):
     courier, _ = dara
-    first, second = assigned_drops(
+    drops = assigned_drops(
         api, alice, courier,
         {**drop("R-1", name="Sreyneang Phan"), "notes": "Blue <gate>"},
         {**drop("R-2", name="Kosal Meas"), "cod": {"amount": "12.50"}},
     )  # fmt: skip
+    first = next(d for d in drops if d.client_order_id == "R-1")
     html = phone_of(courier).get("/courier/").content.decode()
-    assert "Stop 1 · Sreyneang" in html and "Phan" not in html
+    assert f"Stop {drops.index(first) + 1} · Sreyneang" in html and "Phan" not in html
     assert "Blue &lt;gate&gt;" in html  # escaped
     assert f"tel:{first.recipient_phone}" in html
     lat_long = f"{first.lat},{first.long}"
     assert f"geo:{lat_long}" in html
     assert f"destination={lat_long.replace(',', '%2C')}" in html
     assert re.search(r'class="cod">Collect <strong>12\.50 USD</strong>', html)
-    assert html.index(f"stop-{first.pk}") < html.index(f"stop-{second.pk}")
+    # In stop order: the order's drops by id until dispatch sequences them (docs/contract.md §20).
+    assert html.index(f"stop-{drops[0].pk}") < html.index(f"stop-{drops[1].pk}")
     assert html.count('value="PICKED_UP"') == 2 and 'value="DELIVERED"' not in html
     assert 'capture="environment"' not in html  # no delivery form before pickup
 

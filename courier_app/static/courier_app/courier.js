@@ -14,8 +14,8 @@
   const POINTS = "courier-points-" + courier;
   const REFUSED = "courier-refused-" + courier;
   const MAX_POINTS = Number(body.dataset.maxPoints) || 100; // per request, as the API takes
+  const EVERY_MS = (Number(body.dataset.positionSeconds) || 15) * 1000;
   const KEEP_POINTS = 2000; // about eight hours at one point every 15 s
-  const EVERY_MS = 15000;
   const MOVE_NAMES = { PICKED_UP: "Picked up", DELIVERED: "Delivered", FAILED: "Failed",
                        RETURNING: "Returning", RETURNED: "Returned" };
   const messages = JSON.parse(document.getElementById("move-messages").textContent);
@@ -182,7 +182,10 @@
       (fix) => {
         const point = {
           lat: fix.coords.latitude, long: fix.coords.longitude,
-          at: new Date(fix.timestamp).toISOString(),
+          // When it was read: a fix at most maximumAge (5 s) old. Not fix.timestamp: a phone
+          // standing still may keep answering one old fix, and its points would all be
+          // "not newer" than the stored one, its position going stale while it waits.
+          at: new Date().toISOString(),
           accuracy: Math.min(Math.max(fix.coords.accuracy || 0, 0), 100000),
         };
         write(POINTS, [...read(POINTS), point].slice(-KEEP_POINTS));
