@@ -27,7 +27,14 @@ WRONG = "The phone or the password is wrong."
 class CourierSignInForm(forms.Form):
     phone = forms.CharField(
         max_length=40,
-        widget=forms.TextInput(attrs={"type": "tel", "autocomplete": "tel", "inputmode": "tel"}),
+        widget=forms.TextInput(
+            attrs={
+                "type": "tel",
+                "autocomplete": "tel",
+                "inputmode": "tel",
+                "aria-describedby": "phone-help",
+            }
+        ),
         help_text="With the country code, e.g. +855 12 345 678.",
     )
     password = forms.CharField(

@@ -79,11 +79,12 @@ def wait_until(what: str, check: Callable[[], object], seconds: float = 10) -> o
 
 
 def for_docs(page: Page, name: str, screenshot, part: Locator | None = None) -> None:
-    """A screenshot for docs/couriers.md (the page, or one part of it), and one of the whole
-    page in the run's folder."""
+    """A screenshot for docs/couriers.md (the phone's screen as the courier sees it, the
+    status dock at its bottom; or one part of the page), and one of the whole page in the
+    run's folder."""
     DOCS.mkdir(parents=True, exist_ok=True)
     if part is None:
-        page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(DOCS / f"{name}.png"))
     else:
         part.screenshot(path=str(DOCS / f"{name}.png"))
     screenshot(page, name)
@@ -167,7 +168,7 @@ def test_a_move_made_offline_waits_and_lands_once_when_the_network_returns(
     stop_of(page, one).get_by_role("button", name="Picked up").click()
     expect(page.locator("#waiting")).to_have_text("1 waiting to send")
     expect(stop_of(page, one).get_by_text("Waiting to send: Picked up")).to_be_visible()
-    for_docs(page, "waiting", screenshot, part=stop_of(page, one))
+    for_docs(page, "waiting", screenshot)
     time.sleep(1)  # nothing leaves the phone while it has no network
     assert Drop.objects.get(pk=one.pk).status == S.ASSIGNED
 
