@@ -7,8 +7,11 @@ once when the network returns. The screenshots of docs/couriers.md are taken her
 from __future__ import annotations
 
 import json
+import os
 import re
+import struct
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from tests.browser.helpers import assert_fits
 from tests.courier_app.conftest import PASSWORD, assigned_drops
 from tests.factories import drop
 from tests.reliability.batch_hold import open_all_day
+from tracking.proof import MAX_PHOTO_BYTES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -226,3 +230,38 @@ def test_positions_taken_offline_wait_and_go_in_batches_when_the_network_returns
     assert len(bodies) >= 3 and all(1 <= len(points) <= 2 for points in bodies)
     stored = CourierPoint.objects.filter(courier=courier)
     assert stored.count() == stored.values("at").distinct().count() >= 6
+
+
+def noise_png(width: int, height: int) -> bytes:
+    """A PNG of random pixels: it does not compress, so it is as big as a camera's photo."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + os.urandom(width * 3) for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
+    )  # fmt: skip
+
+
+def test_a_camera_photo_over_5_mb_is_made_smaller_and_kept(
+    make_tenant, api, courier, phone, tmp_path
+):
+    open_all_day()
+    (one,) = assigned_drops(api, make_tenant(name="Lotus Bakery"), courier, drop("PH-1"))
+    photo = tmp_path / "camera.png"
+    photo.write_bytes(noise_png(2000, 1500))
+    assert photo.stat().st_size > MAX_PHOTO_BYTES  # the API would refuse it as it is
+    page = phone()
+    sign_in(page, courier)
+    stop_of(page, one).get_by_role("button", name="Picked up").click()
+    stop = stop_of(page, one)
+    stop.get_by_label("Photo (optional)").set_input_files(str(photo))
+    stop.get_by_role("button", name="Delivered").click()
+    expect(page.get_by_role("heading", name="No route yet")).to_be_visible()
+    one.refresh_from_db()
+    assert one.status == S.DELIVERED and one.pod_photo.name.endswith(".jpg")
+    assert one.pod_photo.size < MAX_PHOTO_BYTES / 2

@@ -87,7 +87,7 @@
     const item = { id: Date.now() + "-" + Math.random(), drop: stop.dataset.drop, fields: {} };
     for (const [name, value] of new FormData(form)) {
       if (name === "csrfmiddlewaretoken" || value === "") continue;
-      if (value instanceof File) { if (value.size) item.file = value; continue; }
+      if (value instanceof File) { if (value.size) item.file = await smaller(value); continue; }
       item.fields[name] = value;
     }
     setError(item.drop, "");
@@ -210,6 +210,25 @@
     }
     if (response.ok || response.status === 401 || response.status === 403) location.reload();
     else notice(await errorText(response));
+  }
+
+  // A phone's camera photo is often over the API's 5 MB, and too big to wait in storage:
+  // one over PHOTO_BYTES is sent as a JPEG at most PHOTO_SIDE px on its longer side.
+  const PHOTO_BYTES = 1500000, PHOTO_SIDE = 1600;
+  async function smaller(file) {
+    if (file.size <= PHOTO_BYTES || !window.createImageBitmap) return file;
+    try {
+      const image = await createImageBitmap(file);
+      const scale = Math.min(1, PHOTO_SIDE / Math.max(image.width, image.height));
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.round(image.width * scale);
+      canvas.height = Math.round(image.height * scale);
+      canvas.getContext("2d").drawImage(image, 0, 0, canvas.width, canvas.height);
+      const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.82));
+      return blob ? new File([blob], "photo.jpg", { type: "image/jpeg" }) : file;
+    } catch (e) {
+      return file; // not an image the browser can read: the server says so
+    }
   }
 
   function dataUrlOf(file) {
