@@ -8,6 +8,8 @@ import re
 import uuid
 
 import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from couriers.services import deactivate_courier
@@ -16,6 +18,7 @@ from tests.courier_app.conftest import PASSWORD, assigned_drops
 from tests.factories import drop
 
 S = DropStatus
+PNG = (settings.BASE_DIR / "tracking" / "assets" / "sandbox-proof.png").read_bytes()
 
 
 @pytest.fixture
@@ -229,3 +232,21 @@ def test_a_failed_drop_to_dispose_of_offers_no_return(
     stops = {part[:36]: part for part in html.split('id="stop-')[1:]}  # each stop's html
     assert 'value="RETURNING"' in stops[str(by_id["D-2"].pk)]
     assert 'value="RETURNING"' not in stops[str(by_id["D-1"].pk)]
+
+
+def test_a_photo_posted_with_the_form_is_kept_and_a_non_image_refused(
+    open_for_business, alice, api, dara, phone_of
+):
+    courier, _ = dara
+    (one,) = assigned_drops(api, alice, courier, drop("PH-1"))
+    client = phone_of(courier)
+    move(client, one.pk, to="PICKED_UP")
+    text = SimpleUploadedFile("door.png", b"<svg onload=alert(1)>", content_type="image/png")
+    refused = move(client, one.pk, to="DELIVERED", photo=text)
+    assert refused.status_code == 400
+    assert b"The photo must be a PNG, JPEG or WebP image." in refused.content
+    assert Drop.objects.get(pk=one.pk).status == S.PICKED_UP
+    photo = SimpleUploadedFile("door.png", PNG, content_type="image/png")
+    assert move(client, one.pk, to="DELIVERED", photo=photo).status_code == 302
+    one.refresh_from_db()
+    assert one.status == S.DELIVERED and one.pod_photo.read() == PNG
