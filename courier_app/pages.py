@@ -9,6 +9,7 @@ import uuid
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -87,6 +88,7 @@ def move_view(request: HttpRequest, drop_id: uuid.UUID) -> HttpResponse:
         for name, value in request.POST.items()
         if name != "csrfmiddlewaretoken" and value != ""
     }
+    photo = None
     try:
         move = parse_move(fields)
         photo = _stored_photo(request.FILES.get("photo"))
@@ -94,6 +96,8 @@ def move_view(request: HttpRequest, drop_id: uuid.UUID) -> HttpResponse:
     except ApiError as refused:
         return _home_page(request, courier, error=(drop.pk, _said(refused)), status=400)
     except CourierMoveRefused as refused:
+        if photo:  # the move was not made: its photo proves nothing
+            default_storage.delete(photo)
         message = MOVE_MESSAGES.get(refused.code, str(refused))
         status = MOVE_REFUSAL_STATUS[refused.code]
         return _home_page(request, courier, error=(drop.pk, message), status=status)

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -246,7 +247,24 @@ def test_a_photo_posted_with_the_form_is_kept_and_a_non_image_refused(
     assert refused.status_code == 400
     assert b"The photo must be a PNG, JPEG or WebP image." in refused.content
     assert Drop.objects.get(pk=one.pk).status == S.PICKED_UP
+    # A photo with a move refused (here: no PIN) is not kept.
+    Drop.objects.filter(pk=one.pk).update(dropoff_pin="4321")
+    name = f"refused-{uuid.uuid4().hex}"
+    photo = SimpleUploadedFile(f"{name}.png", PNG, content_type="image/png")
+    assert move(client, one.pk, to="DELIVERED", photo=photo).status_code == 422
+    assert not [kept for kept in stored_photos() if name in kept]
+    Drop.objects.filter(pk=one.pk).update(dropoff_pin=None)
     photo = SimpleUploadedFile("door.png", PNG, content_type="image/png")
     assert move(client, one.pk, to="DELIVERED", photo=photo).status_code == 302
     one.refresh_from_db()
     assert one.status == S.DELIVERED and one.pod_photo.read() == PNG
+
+
+def stored_photos() -> list[str]:
+    """Every file under proof/ in the storage (proof/<year>/<month>/<name>)."""
+    found = []
+    years = default_storage.listdir("proof")[0] if default_storage.exists("proof") else []
+    for year in years:
+        for month in default_storage.listdir(f"proof/{year}")[0]:
+            found += default_storage.listdir(f"proof/{year}/{month}")[1]
+    return found
