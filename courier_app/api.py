@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.core.files.storage import default_storage
 from django.utils import timezone
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -102,6 +103,8 @@ class CourierViewSet(viewsets.ViewSet):
         try:
             made = move_as_courier(courier=courier, drop=drop, move=move, photo=photo)
         except CourierMoveRefused as refused:
+            if photo is not None:  # nothing moved: the photo proves nothing
+                default_storage.delete(photo)
             raise ApiError(MOVE_REFUSAL_STATUS[refused.code], refused.code, str(refused)) from None
         return envelope({"stop": stop_of(made.drop, stop_sequence_of(made.drop))})
 

@@ -3,8 +3,10 @@ drops of orders assigned to this courier; anything else does not exist for them.
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from core.formats import money
-from orders.models import Drop, DropStatus, Order
+from orders.models import Drop, DropStatus, Order, UndeliverableAction
 
 # A courier's route is an order of theirs with a drop still to carry (to the recipient, or
 # back to the pickup).
@@ -12,12 +14,12 @@ STILL_TO_CARRY = (DropStatus.ASSIGNED, DropStatus.PICKED_UP, DropStatus.RETURNIN
 
 
 def current_order(courier) -> Order | None:
-    """The courier's oldest order with a drop still to carry, or None."""
-    return (
-        Order.objects.filter(driver=courier, drops__status__in=STILL_TO_CARRY)
-        .order_by("created_at", "pk")
-        .first()
+    """The courier's oldest order with a drop still to carry, or None: a failed drop to be
+    returned to the pickup is still to carry (docs/contract.md §19)."""
+    to_carry = Q(drops__status__in=STILL_TO_CARRY) | Q(
+        drops__status=DropStatus.FAILED, drops__undeliverable_action=UndeliverableAction.RETURN
     )
+    return Order.objects.filter(to_carry, driver=courier).order_by("created_at", "pk").first()
 
 
 def route_of(courier) -> dict | None:

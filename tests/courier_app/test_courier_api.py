@@ -219,9 +219,13 @@ def test_failed_with_a_reason_then_returned(open_for_business, alice, api, dara)
     assert answer.json()["data"]["stop"]["status"] == "FAILED"
     one.refresh_from_db()
     assert one.failure_reason == "RECIPIENT_UNAVAILABLE"
+    # Failed, to be returned: still on the courier's route, so the app can take it back.
+    (stop,) = client.get("/route").json()["data"]["route"]["stops"]
+    assert stop["status"] == "FAILED"
     assert client.move(one.pk, to="RETURNING").status_code == 200
     assert client.move(one.pk, to="RETURNED", received_by="Shop clerk").status_code == 200
     assert Drop.objects.get(pk=one.pk).status == S.RETURNED
+    assert client.get("/route").json()["data"] == {"route": None}
 
 
 @pytest.mark.parametrize(
@@ -243,3 +247,43 @@ def test_a_bad_move_body_is_a_400_naming_its_field(
     answer = client.post(f"/drops/{one.pk}/move", body)
     assert answer.status_code == 400 and code_of(answer) == "VALIDATION_ERROR"
     assert field in [d["field"] for d in answer.json()["error"]["details"]]
+
+
+def test_a_photo_sent_with_a_refused_move_is_not_kept(open_for_business, alice, api, dara):
+    from django.core.files.storage import default_storage
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    courier, client = dara
+    (one,) = assigned_drops(api, alice, courier, {**drop("PH-1"), "cod": {"amount": "5.00"}})
+    client.move(one.pk, to="PICKED_UP")
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+    def send(**fields):
+        upload = SimpleUploadedFile("door.png", png, content_type="image/png")
+        return api.client.post(
+            f"/api/v1/courier/drops/{one.pk}/move",
+            {"to": "DELIVERED", "photo": upload, **fields},
+            HTTP_AUTHORIZATION=f"Bearer {client.token}",
+        )
+
+    def stored() -> list[str]:
+        found: list[str] = []
+        folders = ["proof"]
+        while folders:
+            folder = folders.pop()
+            if not default_storage.exists(folder):
+                continue
+            dirs, files = default_storage.listdir(folder)
+            found += [f"{folder}/{name}" for name in files]
+            folders += [f"{folder}/{name}" for name in dirs]
+        return found
+
+    before = stored()
+    refused = send()
+    assert refused.status_code == 422, refused.content
+    assert code_of(refused) == "COD_NOT_COLLECTED"
+    assert stored() == before
+    answer = send(cod_collected="true")
+    assert answer.status_code == 200, answer.content
+    one.refresh_from_db()
+    assert one.pod_photo and len(stored()) == len(before) + 1
