@@ -81,10 +81,14 @@ def courier_for_token(token: str) -> Driver | None:
     """The active courier holding this token, or None (unknown, or the courier deactivated)."""
     if not TOKEN_PATTERN.match(token):
         return None
-    found = (
-        CourierToken.objects.select_related("courier")
-        .filter(digest=digest_of(token), courier__active=True)
-        .first()
+    # A unique digest: no ORDER BY (first() would add one) on the path every phone takes.
+    found = next(
+        iter(
+            CourierToken.objects.select_related("courier").filter(
+                digest=digest_of(token), courier__active=True
+            )[:1]
+        ),
+        None,
     )
     if found is None:
         return None
