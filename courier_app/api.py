@@ -15,13 +15,18 @@ from rest_framework.permissions import AllowAny
 from accounts import ratelimit
 from core.api import ApiError, JsonParser, envelope, json_body
 from courier_app.auth import CourierAuthentication, IsCourier
-from courier_app.inputs import parse_move, parse_points, parse_sign_in, parse_status
+from courier_app.inputs import (
+    parse_move,
+    parse_points,
+    parse_sign_in,
+    parse_status,
+    proof_photo,
+)
 from courier_app.schema import LOCATION, MOVE, ROUTE, SIGN_IN, STATUS
 from courier_app.selectors import courier_drop, route_of, stop_of, stop_sequence_of
 from courier_app.services import CourierMoveRefused, move_as_courier
 from couriers.services import check_courier_password, issue_token, record_points, set_online
 from tracking.courier_events import report_courier_position
-from tracking.proof import MAX_PHOTO_BYTES, photo_extension
 from tracking.services import store_proof_photo
 
 MOVE_REFUSAL_STATUS = {"ILLEGAL_TRANSITION": 409, "WRONG_PIN": 422, "COD_NOT_COLLECTED": 422}
@@ -99,7 +104,8 @@ class CourierViewSet(viewsets.ViewSet):
             raise ApiError(404, "NOT_FOUND", "No drop of yours has this id.")
         body = request.data.dict() if hasattr(request.data, "dict") else json_body(request)
         move = parse_move(body)
-        photo = _stored_photo(request.FILES.get("photo"))
+        upload = proof_photo(request.FILES.get("photo"))
+        photo = store_proof_photo(upload) if upload is not None else None
         try:
             made = move_as_courier(courier=courier, drop=drop, move=move, photo=photo)
         except CourierMoveRefused as refused:
@@ -107,17 +113,3 @@ class CourierViewSet(viewsets.ViewSet):
                 default_storage.delete(photo)
             raise ApiError(MOVE_REFUSAL_STATUS[refused.code], refused.code, str(refused)) from None
         return envelope({"stop": stop_of(made.drop, stop_sequence_of(made.drop))})
-
-
-def _stored_photo(upload) -> str | None:
-    if upload is None:
-        return None
-    if upload.size > MAX_PHOTO_BYTES:
-        raise ApiError(400, "VALIDATION_ERROR", "The request body is not valid.",
-                       [{"field": "photo", "message": "At most 5 MB."}])  # fmt: skip
-    upload.seek(0)
-    if photo_extension(upload.read(12)) is None:
-        raise ApiError(400, "VALIDATION_ERROR", "The request body is not valid.",
-                       [{"field": "photo", "message": "A PNG, JPEG or WebP image."}])  # fmt: skip
-    upload.seek(0)
-    return store_proof_photo(upload)

@@ -13,6 +13,7 @@ from django.conf import settings
 from core.api import validation_error
 from couriers.services import Point
 from orders.models import DropStatus, FailureReason
+from tracking.proof import MAX_PHOTO_BYTES, photo_extension
 
 COURIER_MOVES = (
     DropStatus.PICKED_UP,
@@ -161,3 +162,21 @@ def _moment(value: Any) -> datetime | None:
     if moment.tzinfo is None or not 2 <= moment.year <= 9998:
         return None
     return moment.astimezone(UTC)
+
+
+def proof_photo(upload: Any) -> Any:
+    """A delivery photo as sent (multipart field `photo`), or None: a PNG, JPEG or WebP by
+    its bytes, at most 5 MB; anything else a 400 naming `photo`."""
+    if upload is None:
+        return None
+    problem = None
+    if upload.size > MAX_PHOTO_BYTES:
+        problem = "The photo is over 5 MB."
+    else:
+        upload.seek(0)
+        if photo_extension(upload.read(12)) is None:
+            problem = "The photo must be a PNG, JPEG or WebP image."
+        upload.seek(0)
+    if problem is not None:
+        raise validation_error([{"field": "photo", "message": problem}])
+    return upload

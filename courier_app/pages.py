@@ -19,13 +19,12 @@ from core.api import ApiError
 from courier_app.api import MOVE_REFUSAL_STATUS
 from courier_app.auth import SESSION_HASH_KEY, SESSION_KEY, courier_of_session, sign_in_session
 from courier_app.forms import CourierSignInForm
-from courier_app.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES, parse_move
+from courier_app.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES, parse_move, proof_photo
 from courier_app.selectors import courier_drop, route_of
 from courier_app.services import CourierMoveRefused, move_as_courier
 from couriers.services import set_online
 from orders.models import Drop, DropStatus, FailureReason, UndeliverableAction
 from tracking.lifecycle import ALLOWED
-from tracking.proof import MAX_PHOTO_BYTES, photo_extension
 from tracking.services import store_proof_photo
 
 # What the courier reads when a move is refused; the service's own words for the others.
@@ -91,7 +90,8 @@ def move_view(request: HttpRequest, drop_id: uuid.UUID) -> HttpResponse:
     photo = None
     try:
         move = parse_move(fields)
-        photo = _stored_photo(request.FILES.get("photo"))
+        upload = proof_photo(request.FILES.get("photo"))
+        photo = store_proof_photo(upload) if upload is not None else None
         move_as_courier(courier=courier, drop=drop, move=move, photo=photo)
     except ApiError as refused:
         return _home_page(request, courier, error=(drop.pk, _said(refused)), status=400)
@@ -110,19 +110,6 @@ def _said(error: ApiError) -> str:
     return " ".join(
         f"{d['field'].replace('_', ' ').capitalize()}: {d['message']}" for d in error.details
     )
-
-
-def _stored_photo(upload) -> str | None:
-    """The proof photo kept, as the API keeps it (PNG, JPEG or WebP by its bytes, ≤ 5 MB)."""
-    if upload is None:
-        return None
-    if upload.size > MAX_PHOTO_BYTES:
-        raise ApiError(400, "VALIDATION_ERROR", "The photo is over 5 MB.")
-    upload.seek(0)
-    if photo_extension(upload.read(12)) is None:
-        raise ApiError(400, "VALIDATION_ERROR", "The photo must be a PNG, JPEG or WebP image.")
-    upload.seek(0)
-    return store_proof_photo(upload)
 
 
 def _sign_in_page(request: HttpRequest, form: CourierSignInForm, status: int = 200):

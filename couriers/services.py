@@ -6,7 +6,6 @@ call these; tracking reads the positions (couriers.selectors).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import string
@@ -18,6 +17,7 @@ from django.contrib.auth.hashers import check_password, make_password
 from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts.keys import digest_of
 from core.writes import insert_rows
 from couriers.models import CourierPoint, CourierPosition, CourierToken
 from fleet.models import VehicleType
@@ -54,10 +54,6 @@ def provision_courier(*, name: str, phone: str, vehicle: str, password: str) -> 
         return Driver.objects.create(
             name=name, phone=phone, vehicle=vehicle, password=make_password(password)
         )
-
-
-def digest_of(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def check_courier_password(*, phone: str, password: str) -> Driver | None:
