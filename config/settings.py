@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "orders",
     "couriers",
     "tracking",
+    "dispatch",
     "courier_app",
     "dashboard",
     "console",
@@ -293,6 +294,14 @@ COURIER_TRAIL_HOURS = env_int("COURIER_TRAIL_HOURS", default=24, minimum=1)
 COURIER_POSITION_FRESH_SECONDS = env_int("COURIER_POSITION_FRESH_SECONDS", default=120, minimum=1)
 COURIER_EVENT_SECONDS = env_int("COURIER_EVENT_SECONDS", default=30, minimum=1)
 MAX_COURIER_POINTS = 100
+# Dispatch (docs/contract.md §21, dispatch/): how long a courier has to accept an offer; after
+# how long an order nobody accepted is flagged for operators; how old a courier's last position
+# may be to be offered anything; how far from the pickup a courier is looked for (the box of
+# the candidates' index); how often the dispatcher runs (a periodic job, core/schedule.py).
+OFFER_SECONDS = env_int("OFFER_SECONDS", default=60, minimum=5)
+DISPATCH_ESCALATE_MINUTES = env_int("DISPATCH_ESCALATE_MINUTES", default=10, minimum=1)
+DISPATCH_POSITION_MINUTES = env_int("DISPATCH_POSITION_MINUTES", default=5, minimum=1)
+DISPATCH_RADIUS_KM = env_float("DISPATCH_RADIUS_KM", default=15.0, above=0)
 QUOTE_TTL_MINUTES = env_int("QUOTE_TTL_MINUTES", default=15, minimum=1)
 IDEMPOTENCY_TTL_HOURS = env_int("IDEMPOTENCY_TTL_HOURS", default=24, minimum=1)
 # Per API key, "<requests>/<second|minute|hour|day>" (core/throttling.py).

@@ -296,6 +296,7 @@ ERROR_CODES: dict[int, list[str]] = {
         "COD_EXCEEDS_OWED",
         "COD_NOT_CREDITABLE",
         "ILLEGAL_TRANSITION",
+        "OFFER_GONE",
     ],
     411: ["LENGTH_REQUIRED"],
     413: ["PAYLOAD_TOO_LARGE"],

@@ -22,10 +22,18 @@ from courier_app.inputs import (
     parse_status,
     proof_photo,
 )
-from courier_app.schema import LOCATION, MOVE, ROUTE, SIGN_IN, STATUS
-from courier_app.selectors import courier_drop, route_of, stop_of, stop_sequence_of
+from courier_app.schema import ACCEPT, DECLINE, LOCATION, MOVE, OFFER, ROUTE, SIGN_IN, STATUS
+from courier_app.selectors import (
+    courier_drop,
+    offer_view,
+    route_of,
+    stop_of,
+    stop_sequence_of,
+)
 from courier_app.services import CourierMoveRefused, move_as_courier
 from couriers.services import check_courier_password, issue_token, record_points, set_online
+from dispatch.models import Offer
+from dispatch.offers import OfferGone, accept_offer, decline_offer, open_offer_of
 from tracking.courier_events import report_courier_position
 from tracking.services import store_proof_photo
 
@@ -69,8 +77,31 @@ class CourierViewSet(viewsets.ViewSet):
     @STATUS
     @action(detail=False, methods=["post"])
     def status(self, request):
-        online = set_online(courier=request.auth.courier, online=parse_status(json_body(request)))
+        courier = request.auth.courier
+        online = set_online(courier=courier, online=parse_status(json_body(request)))
+        offer = None if online else open_offer_of(courier)
+        if offer is not None:  # gone offline: the job goes to someone who is there
+            decline_offer(courier=courier, offer_id=offer.pk)
         return envelope({"online": online})
+
+    @OFFER
+    @action(detail=False, methods=["get"])
+    def offer(self, request):
+        offer = open_offer_of(request.auth.courier)
+        return envelope({"offer": None if offer is None else offer_view(offer)})
+
+    @ACCEPT
+    @action(detail=False, methods=["post"], url_path=r"offers/(?P<offer_id>[^/]+)/accept")
+    def accept(self, request, offer_id: str):
+        courier = request.auth.courier
+        _answer_offer(accept_offer, courier, offer_id)
+        return envelope({"route": route_of(courier)})
+
+    @DECLINE
+    @action(detail=False, methods=["post"], url_path=r"offers/(?P<offer_id>[^/]+)/decline")
+    def decline(self, request, offer_id: str):
+        offer = _answer_offer(decline_offer, request.auth.courier, offer_id)
+        return envelope({"offer_id": str(offer.pk), "status": offer.status})
 
     @ROUTE
     @action(detail=False, methods=["get"])
@@ -113,3 +144,14 @@ class CourierViewSet(viewsets.ViewSet):
                 default_storage.delete(photo)
             raise ApiError(MOVE_REFUSAL_STATUS[refused.code], refused.code, str(refused)) from None
         return envelope({"stop": stop_of(made.drop, stop_sequence_of(made.drop))})
+
+
+def _answer_offer(answer, courier, offer_id: str) -> Offer:
+    """Accept or decline: 404 for an offer that is not the courier's, 409 OFFER_GONE when
+    it is no longer open."""
+    try:
+        return answer(courier=courier, offer_id=uuid.UUID(offer_id))
+    except (ValueError, Offer.DoesNotExist):
+        raise ApiError(404, "NOT_FOUND", "No offer of yours has this id.") from None
+    except OfferGone as gone:
+        raise ApiError(409, "OFFER_GONE", str(gone)) from None

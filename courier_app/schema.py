@@ -114,7 +114,37 @@ LocationOut = shape(
     stored=serializers.IntegerField(help_text="New points: older or future ones are ignored."),
 )
 
+OfferPickup = shape(
+    "CourierOfferPickup",
+    name=serializers.CharField(),
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+    address=serializers.JSONField(allow_null=True),
+)
+OfferDrop = shape(
+    "CourierOfferDrop",
+    drop_id=serializers.UUIDField(),
+    stop_sequence=serializers.IntegerField(allow_null=True),
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+)
+Offer = shape(
+    "CourierOffer",
+    offer_id=serializers.UUIDField(),
+    pass_order_id=serializers.UUIDField(),
+    expires_at=serializers.DateTimeField(),
+    vehicle=serializers.CharField(),
+    pickup=OfferPickup(),
+    drops=OfferDrop(many=True),
+)
+OfferOut = shape("CourierOfferOut", offer=Offer(allow_null=True))
+Declined = shape("CourierDeclined", offer_id=serializers.UUIDField(), status=one_of(["declined"]))
+
 COURIER_CALL = {401: UNAUTHENTICATED}
+OFFER_GONE = failure(
+    "CourierOfferGone", 409, ["OFFER_GONE"], "The offer expired, was answered, or its order went."
+)
+OFFER_NOT_FOUND = failure("CourierOfferNotFound", 404, ["NOT_FOUND"], "Not an offer of yours.")
 MOVE_REFUSED = failure(
     "CourierMoveRefused",
     409,
@@ -181,4 +211,37 @@ LOCATION = operation(
         400: BAD_REQUEST,
         **COURIER_CALL,
     },  # fmt: skip
+)
+OFFER = operation(
+    "courier_offer",
+    TAG,
+    "The job offered",
+    "The order offered to this courier, with its pickup and drops in stop order, and when "
+    "the offer expires (OFFER_SECONDS after it was made); null without one.",
+    responses={200: success("CourierOfferResponse", OfferOut), **COURIER_CALL},
+)
+ACCEPT = operation(
+    "courier_offer_accept",
+    TAG,
+    "Accept an offer",
+    "Every waiting drop of the order becomes ASSIGNED to this courier; the answer is the "
+    "route. Sent again, the same answer.",
+    responses={
+        200: success("CourierAcceptResponse", RouteOut),
+        404: OFFER_NOT_FOUND,
+        409: OFFER_GONE,
+        **COURIER_CALL,
+    },
+)
+DECLINE = operation(
+    "courier_offer_decline",
+    TAG,
+    "Decline an offer",
+    "The order goes to the next nearest courier; never back to this one.",
+    responses={
+        200: success("CourierDeclineResponse", Declined),
+        404: OFFER_NOT_FOUND,
+        409: OFFER_GONE,
+        **COURIER_CALL,
+    },
 )

@@ -3,30 +3,20 @@ drops of orders assigned to this courier; anything else does not exist for them.
 
 from __future__ import annotations
 
-from django.db.models import Q
+from django.db.models import F
 
-from core.formats import money
-from orders.models import Drop, DropStatus, Order, UndeliverableAction
-
-# A courier's route is an order of theirs with a drop still to carry (to the recipient, or
-# back to the pickup).
-STILL_TO_CARRY = (DropStatus.ASSIGNED, DropStatus.PICKED_UP, DropStatus.RETURNING)
-
-
-def current_order(courier) -> Order | None:
-    """The courier's oldest order with a drop still to carry, or None: a failed drop to be
-    returned to the pickup is still to carry (docs/contract.md §19)."""
-    to_carry = Q(drops__status__in=STILL_TO_CARRY) | Q(
-        drops__status=DropStatus.FAILED, drops__undeliverable_action=UndeliverableAction.RETURN
-    )
-    return Order.objects.filter(to_carry, driver=courier).order_by("created_at", "pk").first()
+from core.formats import iso_z, money
+from couriers.selectors import current_order
+from orders.models import Drop, DropStatus
 
 
 def route_of(courier) -> dict | None:
     order = current_order(courier)
     if order is None:
         return None
-    drops = list(order.drops.order_by("pk"))
+    # In stop order (docs/contract.md §21); an order dispatched before stop order existed, or
+    # by hand, in the order its drops were created.
+    drops = list(order.drops.order_by(F("stop_sequence").asc(nulls_last=True), "pk"))
     return {
         "pass_order_id": str(order.pk),
         "vehicle": order.vehicle,
@@ -37,7 +27,10 @@ def route_of(courier) -> dict | None:
             "long": order.pickup_long,
             "address": order.pickup_address,
         },
-        "stops": [stop_of(drop, sequence) for sequence, drop in enumerate(drops, start=1)],
+        "stops": [
+            stop_of(drop, drop.stop_sequence or sequence)
+            for sequence, drop in enumerate(drops, start=1)
+        ],
     }
 
 
@@ -47,6 +40,8 @@ def courier_drop(courier, drop_id) -> Drop | None:
 
 
 def stop_sequence_of(drop: Drop) -> int:
+    if drop.stop_sequence is not None:
+        return drop.stop_sequence
     return Drop.objects.filter(order_id=drop.order_id, pk__lt=drop.pk).count() + 1
 
 
@@ -74,4 +69,28 @@ def stop_of(drop: Drop, sequence: int) -> dict:
         "parcel": parcel,
         "cod": cod,
         "needs_pin": drop.dropoff_pin is not None,
+    }
+
+
+def offer_view(offer) -> dict:
+    """An offer as the courier sees it before taking it: where, how many, until when."""
+    order = offer.order
+    drops = order.drops.filter(status=DropStatus.PENDING).order_by(
+        F("stop_sequence").asc(nulls_last=True), "pk"
+    )
+    return {
+        "offer_id": str(offer.pk),
+        "pass_order_id": str(order.pk),
+        "expires_at": iso_z(offer.expires_at),
+        "vehicle": order.vehicle,
+        "pickup": {
+            "name": order.pickup_name,
+            "lat": order.pickup_lat,
+            "long": order.pickup_long,
+            "address": order.pickup_address,
+        },
+        "drops": [
+            {"drop_id": str(d.pk), "stop_sequence": d.stop_sequence, "lat": d.lat, "long": d.long}
+            for d in drops
+        ],
     }

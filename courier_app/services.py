@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from courier_app.inputs import Move
+from couriers.selectors import actor_of
 from orders.models import Drop, DropStatus
 from tracking.lifecycle import Outcome, apply_moves, single_step
 
@@ -23,10 +24,6 @@ class CourierMoveRefused(Exception):
 class MoveMade:
     drop: Drop
     repeated: bool  # it was already there: nothing changed
-
-
-def actor_of(courier) -> str:
-    return f"courier:{courier.pk}"
 
 
 def move_as_courier(*, courier, drop: Drop, move: Move, photo: str | None = None) -> MoveMade:

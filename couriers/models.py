@@ -32,6 +32,10 @@ class CourierPosition(models.Model):
     # When order.courier_position last went out for this courier's orders (tracking).
     event_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        # The dispatcher's candidates: the couriers inside a box around the pickups (§21).
+        indexes = [models.Index(fields=["lat", "long"], name="courier_position_box")]
+
     def __str__(self) -> str:
         return f"{self.courier_id} at {self.lat:.5f},{self.long:.5f} ({self.at:%H:%M:%S})"
 

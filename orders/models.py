@@ -270,9 +270,24 @@ class Order(models.Model):
     # (the console forbids it), and the batch's COPY stays free of a check per order.
     vehicle = models.CharField(max_length=20, default=DEFAULT_VEHICLE, db_default=DEFAULT_VEHICLE)
     created_at = models.DateTimeField()
+    # Dispatch (docs/contract.md §21): when operators were told nobody accepted the order in
+    # DISPATCH_ESCALATE_MINUTES, and whether the dispatcher is done with it although nobody
+    # drives it (every drop cancelled): done, it leaves the waiting orders' index.
+    dispatch_flagged_at = models.DateTimeField(null=True, blank=True)
+    dispatch_closed = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            # The dispatcher's queue: live orders nobody drives yet, oldest first.
+            models.Index(
+                fields=["created_at"],
+                condition=Q(
+                    driver__isnull=True, environment=Environment.LIVE, dispatch_closed=False
+                ),
+                name="order_waiting_for_courier",
+            ),
+        ]
         constraints = [
             # What a drop's owner check looks up (drop_belongs_to_its_order, migration 0009):
             # a drop's order, batch, business and environment agree in one probe.
@@ -343,6 +358,11 @@ class Drop(models.Model):
     # Where the courier is, as a fraction of the way from pickup to drop (0 = at the pickup),
     # while one is on the way; only the sandbox simulation sets it today.
     courier_progress = models.FloatField(null=True, blank=True)
+    # The drop's place on its order's route (docs/contract.md §21): 1 = the first drop after
+    # the pickup, and the ride from the pickup through the stops before it to this one (km).
+    # Set before the offer (orders/stops.py); none until then.
+    stop_sequence = models.PositiveSmallIntegerField(null=True, blank=True)
+    route_km = models.FloatField(null=True, blank=True)
     # The promise to the recipient and the word to the courier (docs/contract.md §17).
     window_start = models.DateTimeField(null=True, blank=True)
     window_end = models.DateTimeField(null=True, blank=True)

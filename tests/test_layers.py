@@ -1,6 +1,6 @@
 """Packages point one way (docs/architecture.md): each imports only the layers below it.
 
-core ← geo ← fleet ← accounts ← events ← billing ← orders ← couriers ← tracking ← courier_app
+core ← geo ← fleet ← accounts ← events ← billing ← orders ← couriers ← tracking ← dispatch ← courier_app
 ← dashboard ← console ← config
 
 Read from the code's own imports with `ast`, migrations included; tests and benchmarks
@@ -26,6 +26,7 @@ LAYERS = [
     "orders",
     "couriers",
     "tracking",
+    "dispatch",
     "courier_app",
     "dashboard",
     "console",

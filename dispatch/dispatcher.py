@@ -1,0 +1,258 @@
+"""The dispatcher (docs/contract.md §21, docs/dispatch.md): every live order waiting for a
+courier is offered to the nearest eligible one.
+
+One run (a periodic job, every DISPATCH_EVERY in core/schedule.py, on whichever worker takes
+the slot; several may run at once) does, set-based, whatever the number of orders:
+
+1. expires the open offers whose time is up (their orders wait again);
+2. closes the waiting orders with nothing left to carry (every drop cancelled);
+3. takes the waiting orders (live, no courier, a PENDING drop, no open offer) with
+   `FOR UPDATE SKIP LOCKED`, and of them only those whose drops it can lock at once (a
+   cancel or edit in flight keeps its order for the next run): a second worker takes
+   others, and the dispatcher never waits on a lock, so it never deadlocks with a mover;
+4. flags the ones waiting longer than DISPATCH_ESCALATE_MINUTES;
+5. numbers the drops of those not yet sequenced (orders/stops.py);
+6. reads the candidates in one indexed query: online, active, real couriers whose last
+   position is under DISPATCH_POSITION_MINUTES old and inside a box around the pickups,
+   holding no open offer and no route, locked `SKIP LOCKED` too;
+7. offers each order, at-risk windows first and then oldest first, to the nearest
+   candidate of its vehicle within DISPATCH_RADIUS_KM who was never offered it, one order
+   per courier, and writes the offers in one statement.
+The constraints of dispatch.models stand behind every step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from uuid import UUID
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from accounts.models import Environment
+from couriers.models import CourierPosition
+from couriers.selectors import ORDER_STILL_TO_CARRY
+from dispatch.models import Offer, OfferStatus
+from geo.geometry import EARTH_RADIUS_KM
+from orders.models import Driver, Drop, DropStatus, Order, WindowStatus
+from orders.stops import sequence_orders
+
+KM_PER_DEGREE = 111.195
+
+
+@dataclass
+class Run:
+    """What one run did: the counts operators and the benchmark read."""
+
+    expired: int = 0
+    closed: int = 0
+    waiting: int = 0
+    flagged: int = 0
+    candidates: int = 0
+    offers: list[Offer] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """An order to offer, as the matching reads it."""
+
+    order_id: UUID
+    lat: float
+    long: float
+    vehicle: str
+    rank: tuple  # smaller first: at risk, earliest window end, oldest
+
+
+def dispatch_waiting(*, now: datetime | None = None, limit: int = 2000) -> Run:
+    """One run of the dispatcher (see the module's docstring)."""
+    now = now or timezone.now()
+    run = Run(expired=expire_offers(now))
+    run.closed = close_orders_with_nothing_to_carry()
+    with transaction.atomic():
+        orders = lock_waiting_orders(limit)
+        run.waiting = len(orders)
+        if not orders:
+            return run
+        run.flagged = flag_overdue(orders, now)
+        unsequenced = [o.pk for o in orders if not o.sequenced]
+        if unsequenced:
+            sequence_orders(unsequenced, now=now)
+        waiting = waiting_of(orders)
+        couriers = lock_candidates(waiting, now)
+        run.candidates = len(couriers)
+        run.offers = match(waiting, couriers, tried=tried_pairs(orders), now=now)
+        Offer.objects.bulk_create(run.offers)
+    return run
+
+
+def expire_offers(now: datetime) -> int:
+    """Open offers past their time become expired: their orders wait for the next courier."""
+    return Offer.objects.filter(status=OfferStatus.OFFERED, expires_at__lte=now).update(
+        status=OfferStatus.EXPIRED, answered_at=now
+    )
+
+
+def close_orders_with_nothing_to_carry() -> int:
+    """Waiting orders none of whose drops will ever wait for a courier leave the queue."""
+    alive = Drop.objects.filter(
+        order_id=OuterRef("pk"), status__in=[DropStatus.SCHEDULED, DropStatus.PENDING]
+    )
+    return _queue().filter(~Exists(alive)).update(dispatch_closed=True)
+
+
+def _queue():
+    return Order.objects.filter(
+        driver__isnull=True, environment=Environment.LIVE, dispatch_closed=False
+    )
+
+
+def lock_waiting_orders(limit: int) -> list[Order]:
+    """The waiting orders this run takes: row-locked, skipping those another run or a mover
+    holds, and those with a drop locked by a mover right now."""
+    pending = Drop.objects.filter(order_id=OuterRef("pk"), status=DropStatus.PENDING)
+    open_offer = Offer.objects.filter(
+        order_id=OuterRef("pk"), status__in=[OfferStatus.OFFERED, OfferStatus.ACCEPTED]
+    )
+    sequenced = Drop.objects.filter(order_id=OuterRef("pk"), stop_sequence__isnull=False)
+    orders = list(
+        _queue()
+        .filter(Exists(pending))
+        .exclude(Exists(open_offer))
+        .annotate(sequenced=Exists(sequenced))
+        .order_by("created_at", "pk")
+        .select_for_update(skip_locked=True, of=("self",))[:limit]
+    )
+    ids = [order.pk for order in orders]
+    every = defaultdict(int)
+    for order_id in Drop.objects.filter(order_id__in=ids).values_list("order_id", flat=True):
+        every[order_id] += 1
+    locked = defaultdict(int)
+    free = Drop.objects.filter(order_id__in=ids).select_for_update(skip_locked=True)
+    for order_id in free.values_list("order_id", flat=True):
+        locked[order_id] += 1
+    return [order for order in orders if locked[order.pk] == every[order.pk]]
+
+
+def flag_overdue(orders: list[Order], now: datetime) -> int:
+    """Orders nobody accepted within DISPATCH_ESCALATE_MINUTES of waiting are flagged once."""
+    since = now - timedelta(minutes=settings.DISPATCH_ESCALATE_MINUTES)
+    overdue = [
+        order.pk
+        for order in orders
+        if order.dispatch_flagged_at is None
+        and (order.pickup_scheduled_at or order.created_at) <= since
+    ]
+    return Order.objects.filter(pk__in=overdue).update(dispatch_flagged_at=now)
+
+
+def waiting_of(orders: list[Order]) -> list[Waiting]:
+    """The orders in the order they are served: a drop at risk first, then the earliest
+    window end, then the oldest."""
+    risk: dict[UUID, tuple] = {}
+    rows = Drop.objects.filter(
+        order_id__in=[o.pk for o in orders], status=DropStatus.PENDING
+    ).values_list("order_id", "window_status", "window_end")
+    for order_id, window_status, window_end in rows:
+        at_risk = window_status in (WindowStatus.AT_RISK, WindowStatus.MISSED)
+        mine = (0 if at_risk else 1, window_end.timestamp() if window_end else math.inf)
+        risk[order_id] = min(risk.get(order_id, mine), mine)
+    waiting = [
+        Waiting(
+            order.pk,
+            order.pickup_lat,
+            order.pickup_long,
+            order.vehicle,
+            (*risk.get(order.pk, (1, math.inf)), order.created_at.timestamp()),
+        )
+        for order in orders
+    ]
+    return sorted(waiting, key=lambda w: w.rank)
+
+
+def lock_candidates(waiting: list[Waiting], now: datetime) -> list[tuple]:
+    """(courier id, vehicle, lat, long) of every courier who may be offered one of these
+    orders: one query over the position index's box around all the pickups."""
+    radius = settings.DISPATCH_RADIUS_KM
+    lats = [w.lat for w in waiting]
+    longs = [w.long for w in waiting]
+    lat_pad = radius / KM_PER_DEGREE
+    widest = max(abs(min(lats) - lat_pad), abs(max(lats) + lat_pad))
+    long_pad = radius / (KM_PER_DEGREE * max(math.cos(math.radians(widest)), 0.01))
+    holds_offer = Offer.objects.filter(courier_id=OuterRef("pk"), status=OfferStatus.OFFERED)
+    holds_route = Order.objects.filter(ORDER_STILL_TO_CARRY, driver_id=OuterRef("pk"))
+    fresh = now - timedelta(minutes=settings.DISPATCH_POSITION_MINUTES)
+    inside = CourierPosition.objects.filter(
+        courier_id=OuterRef("pk"),
+        at__gte=fresh,
+        lat__range=(min(lats) - lat_pad, max(lats) + lat_pad),
+        long__range=(min(longs) - long_pad, max(longs) + long_pad),
+    )
+    couriers = (
+        Driver.objects.filter(Exists(inside), online=True, active=True)
+        .filter(is_sandbox_test_driver=False)
+        .exclude(Exists(holds_offer))
+        .exclude(Exists(holds_route))
+        .select_for_update(skip_locked=True, of=("self",))
+        .order_by("pk")
+        .values_list("pk", "vehicle", "position__lat", "position__long")
+    )
+    return list(couriers)
+
+
+def tried_pairs(orders: list[Order]) -> set[tuple[UUID, int]]:
+    """(order, courier) pairs already offered: never offered twice (offer_once_per_courier)."""
+    rows = Offer.objects.filter(order_id__in=[o.pk for o in orders])
+    return set(rows.values_list("order_id", "courier_id"))
+
+
+def match(
+    waiting: list[Waiting], couriers: list[tuple], *, tried: set, now: datetime
+) -> list[Offer]:
+    """Greedy, in the orders' rank: each takes the nearest free candidate of its vehicle
+    within DISPATCH_RADIUS_KM it was never offered to. Distances by numpy, one vector per
+    order over all candidates."""
+    if not couriers:
+        return []
+    ids = [row[0] for row in couriers]
+    index_of = {courier_id: index for index, courier_id in enumerate(ids)}
+    tried_by: dict[UUID, list[int]] = defaultdict(list)
+    for order_id, courier_id in tried:
+        if courier_id in index_of:
+            tried_by[order_id].append(index_of[courier_id])
+    vehicles = np.array([row[1] for row in couriers])
+    lats = np.radians(np.array([row[2] for row in couriers], dtype=float))
+    longs = np.radians(np.array([row[3] for row in couriers], dtype=float))
+    free = np.ones(len(ids), dtype=bool)
+    expires = now + timedelta(seconds=settings.OFFER_SECONDS)
+    offers = []
+    for order in waiting:
+        usable = free & (vehicles == order.vehicle)
+        usable[tried_by.get(order.order_id, [])] = False
+        km = _km_to(order.lat, order.long, lats, longs)
+        usable &= km <= settings.DISPATCH_RADIUS_KM
+        if not usable.any():
+            continue
+        nearest = int(np.argmin(np.where(usable, km, np.inf)))
+        free[nearest] = False
+        offers.append(
+            Offer(
+                order_id=order.order_id,
+                courier_id=ids[nearest],
+                status=OfferStatus.OFFERED,
+                created_at=now,
+                expires_at=expires,
+            )
+        )
+    return offers
+
+
+def _km_to(lat: float, long: float, lats: np.ndarray, longs: np.ndarray) -> np.ndarray:
+    p1, l1 = math.radians(lat), math.radians(long)
+    a = np.sin((lats - p1) / 2) ** 2 + math.cos(p1) * np.cos(lats) * np.sin((longs - l1) / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(a)))

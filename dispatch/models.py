@@ -1,0 +1,59 @@
+"""Offers (docs/contract.md §21): an order offered to one courier at a time, for OFFER_SECONDS.
+
+The database holds the rules the dispatcher and the couriers race on: an order has at most
+one offer open or accepted, a courier holds at most one open offer, and an order is offered
+to a courier at most once. Two workers or two phones that both try get an IntegrityError or
+find the row already moved, never two couriers on one order.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from core.ids import uuid7
+from orders.models import Driver, Order
+
+
+class OfferStatus(models.TextChoices):
+    OFFERED = "offered"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+    # An operator assigned the order by hand, or every drop was cancelled, while it was open.
+    WITHDRAWN = "withdrawn"
+
+
+class Offer(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="offers")
+    courier = models.ForeignKey(Driver, on_delete=models.CASCADE, related_name="offers")
+    status = models.CharField(max_length=9, choices=OfferStatus.choices)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["order", "courier"], name="offer_once_per_courier"),
+            models.UniqueConstraint(
+                fields=["order"],
+                condition=Q(status__in=[OfferStatus.OFFERED, OfferStatus.ACCEPTED]),
+                name="offer_one_holder_per_order",
+            ),
+            models.UniqueConstraint(
+                fields=["courier"],
+                condition=Q(status=OfferStatus.OFFERED),
+                name="offer_one_open_per_courier",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status=OfferStatus.OFFERED),
+                name="offer_open_by_expiry",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"offer of {self.order_id} to {self.courier_id} ({self.status})"
