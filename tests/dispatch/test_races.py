@@ -1,0 +1,230 @@
+"""Dispatch under concurrency, on PostgreSQL with real threads and real db_worker processes
+(docs/contract.md §21): two dispatcher runs at once, an accept racing the expiry, a cancel
+racing an accept, two couriers accepting at once; and the constraints that stand behind them.
+
+Where the interleaving matters, a transaction held open on one thread makes the others
+overlap it for certain; where any interleaving must do, the race is run many times.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from dispatch.dispatcher import dispatch_waiting, lock_candidates, lock_waiting_orders, waiting_of
+from dispatch.models import Offer, OfferStatus
+from dispatch.offers import OfferGone, accept_offer
+from dispatch.tasks import dispatch_orders
+from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from tests.dispatch.conftest import FAR, NEAR, live_order
+from tests.helpers import in_own_connection
+from tests.reliability.batch_hold import open_all_day
+from tests.workers import db_worker, wait_for_task
+from tracking.services import cancel_drops_as_operator
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = DropStatus
+WAIT = 30
+
+
+def together(*works):
+    """Run each work on its own thread (and database connection), released at once."""
+    barrier = threading.Barrier(len(works))
+
+    def one(work):
+        def run():
+            barrier.wait(WAIT)
+            try:
+                return ("ok", work())
+            except Exception as exc:  # the outcome is what the test reads
+                return ("raised", exc)
+
+        return in_own_connection(run)
+
+    with ThreadPoolExecutor(max_workers=len(works)) as pool:
+        return [f.result(timeout=WAIT * 2) for f in [pool.submit(one, w) for w in works]]
+
+
+def test_the_database_refuses_a_second_holder_a_second_open_offer_and_a_repeat(
+    api, shop, courier_near
+):
+    dara, _ = courier_near(NEAR, "Dara")
+    sophea, _ = courier_near(FAR, "Sophea")
+    first, second, third = (live_order(api, shop) for _ in range(3))
+    now = timezone.now()
+
+    def offer(order, courier, status=OfferStatus.OFFERED):
+        with transaction.atomic():
+            Offer.objects.create(
+                order=order, courier=courier, status=status, created_at=now, expires_at=now
+            )
+
+    offer(first, dara, OfferStatus.ACCEPTED)
+    with pytest.raises(IntegrityError, match="offer_one_holder_per_order"):
+        offer(first, sophea)  # an order held by one courier at a time
+    offer(second, sophea)
+    with pytest.raises(IntegrityError, match="offer_one_open_per_courier"):
+        offer(third, sophea)  # a courier holds one open offer
+    Offer.objects.filter(order=second).update(status=OfferStatus.DECLINED)
+    with pytest.raises(IntegrityError, match="offer_once_per_courier"):
+        offer(second, sophea)  # never twice to the same courier
+
+
+def test_a_run_that_finds_the_queue_locked_skips_it_instead_of_waiting(api, shop, courier_near):
+    for place in (NEAR, FAR):
+        courier_near(place)
+    orders = [live_order(api, shop) for _ in range(4)]
+    holding, release = threading.Event(), threading.Event()
+
+    def held_run():
+        with transaction.atomic():
+            taken = lock_waiting_orders(2)  # the two oldest, and their drops
+            lock_candidates(waiting_of(taken), timezone.now())  # and both couriers
+            holding.set()
+            assert release.wait(WAIT)
+        return [o.pk for o in taken]
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        held = pool.submit(in_own_connection, held_run)
+        assert holding.wait(WAIT)
+        started = time.monotonic()
+        run = dispatch_waiting()
+        took = time.monotonic() - started
+        release.set()
+        taken = held.result(WAIT)
+    assert taken == [o.pk for o in orders[:2]]
+    # The other run took the two orders nobody held, found no courier free to lock, made no
+    # offer, and did not wait for the held transaction (it is still open meanwhile).
+    assert run.waiting == 2 and run.candidates == 0 and run.offers == []
+    assert took < 5
+    assert Offer.objects.count() == 0
+
+
+def test_concurrent_runs_on_threads_never_offer_twice(api, shop, courier_near):
+    couriers = [courier_near((NEAR[0] + i * 0.001, NEAR[1]), f"C{i}")[0] for i in range(6)]
+    orders = [live_order(api, shop) for _ in range(9)]
+    for _ in range(3):
+        outcomes = together(*[dispatch_waiting] * 4)
+        assert all(kind == "ok" for kind, _ in outcomes), outcomes
+    offers = list(Offer.objects.values_list("order_id", "courier_id", "status"))
+    assert len(offers) == 6  # every courier offered one order, no order to two
+    assert len({o for o, _, _ in offers}) == 6 and len({c for _, c, _ in offers}) == 6
+    assert {c for _, c, _ in offers} == {c.pk for c in couriers}
+    assert {o for o, _, _ in offers} <= {o.pk for o in orders}
+
+
+@pytest.fixture
+def shop_on_the_real_clock(make_tenant):
+    """The workers run on the real clock, not the test's time machine: the demo area open
+    all day, so a batch is taken at any hour, and positions stamped with the real now."""
+    open_all_day()
+    return make_tenant(name="Real Clock Shop", live_balance="500.00")
+
+
+def test_concurrent_runs_in_db_worker_processes_never_offer_twice(
+    api, shop_on_the_real_clock, courier_near
+):
+    for i in range(12):
+        courier_near((NEAR[0] + i * 0.001, NEAR[1]), f"C{i}")
+    for _ in range(20):
+        live_order(api, shop_on_the_real_clock)
+    results = [dispatch_orders.enqueue() for _ in range(6)]
+    with db_worker() as one, db_worker() as two:
+        finished = [wait_for_task(result.id) for result in results]
+        assert one.alive and two.alive
+    assert {f.status for f in finished} == {"SUCCESSFUL"}, [f.traceback for f in finished]
+    offers = list(Offer.objects.values_list("order_id", "courier_id"))
+    assert len(offers) == 12
+    assert len({o for o, _ in offers}) == 12 and len({c for _, c in offers}) == 12
+    assert sum(f.return_value for f in finished) == 12
+
+
+def test_an_accept_racing_the_expiry_has_one_outcome(api, shop, courier_near):
+    dara, _ = courier_near(NEAR, "Dara")
+    for attempt in range(8):
+        order = live_order(api, shop)
+        dispatch_waiting()
+        offer = Offer.objects.get(order=order, courier=dara)
+        after_expiry = offer.expires_at + timedelta(seconds=1)
+        accepted, expired = together(
+            lambda o=offer: accept_offer(courier=dara, offer_id=o.pk),
+            lambda t=after_expiry: dispatch_waiting(now=t).expired,
+        )
+        offer.refresh_from_db()
+        statuses = set(order.drops.values_list("status", flat=True))
+        if offer.status == OfferStatus.ACCEPTED:
+            assert accepted[0] == "ok" and expired == ("ok", 0)
+            assert statuses == {S.ASSIGNED}
+            cancel_drops_as_operator(
+                drop_ids=list(order.drops.values_list("pk", flat=True)), actor="op"
+            )  # free dara for the next attempt
+        else:
+            assert offer.status == OfferStatus.EXPIRED, attempt
+            assert accepted[0] == "raised" and isinstance(accepted[1], OfferGone)
+            assert expired == ("ok", 1) and statuses == {S.PENDING}
+            Order.objects.filter(pk=order.pk).update(dispatch_closed=True)
+        Offer.objects.filter(order=order).delete()
+
+
+def test_a_cancel_racing_an_accept_leaves_a_legal_history(api, shop, courier_near):
+    dara, _ = courier_near(NEAR, "Dara")
+    outcomes = set()
+    for _ in range(8):
+        order = live_order(api, shop)
+        dispatch_waiting()
+        offer = Offer.objects.get(order=order, courier=dara)
+        ids = list(order.drops.values_list("pk", flat=True))
+        accepted, cancelled = together(
+            lambda o=offer: accept_offer(courier=dara, offer_id=o.pk),
+            lambda i=ids: cancel_drops_as_operator(drop_ids=i, actor="op"),
+        )
+        assert cancelled[0] == "ok"
+        assert set(Drop.objects.filter(pk__in=ids).values_list("status", flat=True)) == {
+            S.CANCELLED
+        }
+        offer.refresh_from_db()
+        order.refresh_from_db()
+        history = [
+            list(DeliveryEvent.objects.filter(drop_id=i).order_by("at", "id").values_list(
+                "status", flat=True
+            ))
+            for i in ids
+        ]  # fmt: skip
+        if offer.status == OfferStatus.ACCEPTED:  # the accept went first
+            outcomes.add("accepted")
+            assert accepted[0] == "ok" and order.driver_id == dara.pk
+            assert all(h == [S.ASSIGNED, S.CANCELLED] for h in history), history
+        else:  # the cancel went first: nothing to accept
+            outcomes.add("gone")
+            assert accepted[0] == "raised" and isinstance(accepted[1], OfferGone)
+            assert offer.status == OfferStatus.OFFERED and order.driver_id is None
+            assert all(h == [S.CANCELLED] for h in history), history
+        Offer.objects.filter(order=order).delete()
+        Order.objects.filter(pk=order.pk).update(dispatch_closed=True)
+    assert outcomes  # at least one interleaving seen; each is checked above
+
+
+def test_two_couriers_accepting_at_once_one_wins(api, shop, courier_near):
+    """Dara's offer ran out and went to Sophea; Dara's late tap and Sophea's land together."""
+    dara, dara_client = courier_near(NEAR, "Dara")
+    sophea, sophea_client = courier_near(FAR, "Sophea")
+    order = live_order(api, shop)
+    dispatch_waiting()
+    late = Offer.objects.get(order=order, courier=dara)
+    Offer.objects.filter(pk=late.pk).update(expires_at=timezone.now())
+    dispatch_waiting()
+    current = Offer.objects.get(order=order, courier=sophea, status=OfferStatus.OFFERED)
+    answers = together(
+        lambda: dara_client.post(f"/offers/{late.pk}/accept", {}).status_code,
+        lambda: sophea_client.post(f"/offers/{current.pk}/accept", {}).status_code,
+    )
+    assert answers == [("ok", 409), ("ok", 200)]
+    order.refresh_from_db()
+    assert order.driver_id == sophea.pk
+    assert connection.vendor == "postgresql"
