@@ -131,6 +131,20 @@ def test_2_opt_uncrosses_the_nearest_neighbour_path():
     )
 
 
+def test_a_greedy_first_step_does_not_trap_the_route():
+    """The nearest drop (1, 1 km south-west) leads nearest neighbour to sweep west first
+    and come back east (20.9 km even after 2-opt and Or-opt); the shortest route rides
+    north-east first and sweeps back west: 19.2 km."""
+    layout = [(-4, -5), (-4, -2), (-1, -1), (2, 2), (5, -1)]
+    drops = [stop(*point) for point in layout]
+    assert nearest_neighbour(layout)[0] == 2
+    order = order_of(drops)
+    assert order == [3, 4, 2, 1, 0]
+    assert route_length_km(at(0, 0), drops, order) == pytest.approx(
+        brute_force_km(at(0, 0), drops), abs=1e-9
+    )
+
+
 def test_held_karp_and_brute_force_agree_on_the_exact_optimum():
     rng = random.Random(7)
     for drops in [1, 2, 3, 4, 5, 6, 7, 7]:
