@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) bench/bulk.py
 	$(PY) bench/webhooks.py
 	$(PY) bench/couriers.py
+	$(PY) bench/routes.py
 
 ## make cluster-test: two app instances behind HAProxy, PgBouncer, Redis, two workers, under
 ## locust load for 90 s while parts are killed and restarted; prints figures and invariants.
