@@ -226,6 +226,7 @@ ACCEPT = operation(
     "Accept an offer",
     "Every waiting drop of the order becomes ASSIGNED to this courier; the answer is the "
     "route. Sent again, the same answer.",
+    request=None,
     responses={
         200: success("CourierAcceptResponse", RouteOut),
         404: OFFER_NOT_FOUND,
@@ -238,6 +239,7 @@ DECLINE = operation(
     TAG,
     "Decline an offer",
     "The order goes to the next nearest courier; never back to this one.",
+    request=None,
     responses={
         200: success("CourierDeclineResponse", Declined),
         404: OFFER_NOT_FOUND,

@@ -53,6 +53,27 @@ def sequence_orders(order_ids: Iterable[UUID], *, now: datetime) -> int:
     return len(written)
 
 
+def lock_routes_of(drop_ids: Iterable[UUID]) -> None:
+    """Lock every drop of these drops' orders, in pk order as every mover locks drops
+    (tracking.lifecycle): a cancel or edit that will renumber its order's route holds the
+    whole route first, so it never waits for a drop while holding another's lock."""
+    orders = Drop.objects.filter(pk__in=list(drop_ids)).values("order_id")
+    route = Drop.objects.select_for_update().filter(order_id__in=orders).order_by("pk")
+    list(route.values_list("pk", flat=True))
+
+
+def resequence(order_ids: Iterable[UUID], *, now: datetime) -> int:
+    """Renumber the routes of those of these orders already sequenced (a drop of theirs was
+    cancelled or moved); their drops must be locked (lock_routes_of). Drops written."""
+    sequenced = (
+        Drop.objects.filter(order_id__in=list(order_ids), stop_sequence__isnull=False)
+        .values_list("order_id", flat=True)
+        .distinct()
+    )
+    ids = list(sequenced)
+    return sequence_orders(ids, now=now) if ids else 0
+
+
 def _sequenced(rows: list[tuple], now: datetime) -> list[Drop]:
     """One order's drops with stop_sequence and route_km set (cancelled ones: none)."""
     carried = [row for row in rows if row[2] in ON_THE_ROUTE]

@@ -31,6 +31,7 @@ TRACKING_ENTRY_KEYS = {
     "parcel",
     "cod",
     "price_breakdown",
+    "stop_sequence",
     "client_order_id",
     "status",
     "drop_id",

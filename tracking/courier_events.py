@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from couriers.models import CourierPosition
 from couriers.selectors import ON_THE_WAY
@@ -33,7 +33,7 @@ def report_courier_position(*, courier_id: int, now: datetime) -> int:
             return 0
         drops = list(
             Drop.objects.filter(order__driver_id=courier_id, status__in=ON_THE_WAY)
-            .order_by("order_id", "pk")
+            .order_by("order_id", F("stop_sequence").asc(nulls_last=True), "pk")
             .values_list("pk", "order_id", "business_id", "environment")
         )
         if not drops:

@@ -47,6 +47,7 @@ from orders.decisions import (
 )
 from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, MONEY_TEXT, ParcelIn, Place
 from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop, SandboxScenario
+from orders.stops import lock_routes_of, resequence
 from orders.windows import EtaTerms
 from tracking.edit_inputs import (
     BEFORE_PICKUP,
@@ -124,9 +125,14 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
     before_pickup = status in INITIAL_STATUSES
     moves = change.moves_location and before_pickup
     pins = geocode_addresses(addresses_to_geocode([change.location])) if moves else {}
-    locks = before_pickup and (moves or not _ACCOUNT_READS.isdisjoint(change.values))
+    # A new place or window renumbers the order's route (docs/contract.md §21): its drops
+    # are locked first, in the order every mover locks drops, under the account lock.
+    routes = before_pickup and (moves or "dropoff_window" in change.values)
+    locks = routes or (before_pickup and not _ACCOUNT_READS.isdisjoint(change.values))
     with transaction.atomic():
         wallet = lock_account(business=business, environment=environment) if locks else None
+        if routes:
+            lock_routes_of([drop_id])
         drop = (
             Drop.objects.select_for_update(of=("self",))
             .select_related("order", "business__pricing_plan")
@@ -136,6 +142,8 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
         now = timezone.now()
         edit = check_edit(drop, change, pins, now=now)
         alerts = _write(drop, edit, wallet, now) if edit.changed else []
+        if routes and edit.changed and drop.stop_sequence is not None:
+            resequence([drop.order_id], now=now)
         entry = entries_by_drop_id([drop.pk])[str(drop.pk)]
         if edit.changed:
             record_events(

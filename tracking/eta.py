@@ -5,6 +5,8 @@ scheduled time, else when the order was created), or now if that is already past
 follows after HANDLING_MINUTES at the pickup, the haversine distance at COURIER_SPEED_KMH
 and HANDLING_MINUTES at the drop. After pickup: from the pickup event, the travel and the
 drop's handling, or now if that is already past. None once delivered, failed or cancelled.
+Once its order is sequenced (docs/contract.md §21), a drop is reached along the route: the
+ride through the stops before it (Drop.route_km) and their handling, each HANDLING_MINUTES.
 
 A tracking answer makes one ETA per drop, so the per-drop part counts in whole microseconds
 since the epoch rather than in datetimes: a timedelta from a float of hours and an
@@ -48,11 +50,12 @@ def epoch_us(moment: datetime) -> int:
 class EtaModel:
     """The model's settings, read once for a whole listing of entries."""
 
-    __slots__ = ("dispatch", "handling", "minutes", "speed_kmh", "starts", "texts")
+    __slots__ = ("dispatch", "handling", "handling_us", "minutes", "speed_kmh", "starts", "texts")
 
     def __init__(self) -> None:
         self.speed_kmh = settings.COURIER_SPEED_KMH
         self.handling = timedelta(minutes=settings.HANDLING_MINUTES)
+        self.handling_us = self.handling // MICROSECOND
         self.dispatch = timedelta(minutes=settings.DISPATCH_MINUTES)
         # The drops of one batch share their pickup time: its text is made once.
         self.texts: dict[datetime, str] = {}
@@ -92,17 +95,20 @@ class EtaModel:
         picked_up_at: datetime | None,
         km: float,
         now: datetime,
+        earlier_stops: int = 0,
     ) -> dict | None:
-        """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop."""
+        """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop.
+        `km` is the ride from the pickup, through `earlier_stops` stops handled on the way."""
         if status in FINISHED:
             return None
         if picked_up_at is not None:
             done = epoch_us(picked_up_at + self.handling) + self._travel_us(km)
+            done += earlier_stops * self.handling_us
             return {
                 "pickup_at": self._text(picked_up_at),
                 "dropoff_at": self._wire(max(done, epoch_us(now))),
             }
-        return self.before_pickup(self.start(pickup_time, now), km)
+        return self.before_pickup(self.start(pickup_time, now), km, earlier_stops)
 
     def start(self, pickup_time: datetime, now: datetime) -> tuple[str, int]:
         """What every not yet picked-up drop of one pickup time shares: the pickup's text,
@@ -116,7 +122,9 @@ class EtaModel:
             )
         return start
 
-    def before_pickup(self, start: tuple[str, int], km: float) -> dict:
-        """The ETA of a drop not yet picked up, from its pickup's start() and its distance."""
+    def before_pickup(self, start: tuple[str, int], km: float, earlier_stops: int = 0) -> dict:
+        """The ETA of a drop not yet picked up, from its pickup's start(), the ride there,
+        and the stops handled before it on its route."""
         pickup_text, handled = start
-        return {"pickup_at": pickup_text, "dropoff_at": self._wire(handled + self._travel_us(km))}
+        done = handled + self._travel_us(km) + earlier_stops * self.handling_us
+        return {"pickup_at": pickup_text, "dropoff_at": self._wire(done)}

@@ -32,6 +32,7 @@ from orders.models import (
     ProofMethod,
     UndeliverableAction,
 )
+from orders.stops import resequence
 from tracking.proof import pin_matches
 from tracking.selectors import entries_by_drop_id
 from tracking.windows import record_window_alerts, refresh_windows
@@ -203,6 +204,8 @@ def apply_moves(
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
+    if any(d.stop_sequence is not None for d in cancelled):  # the route without them (§21)
+        resequence({d.order_id for d in cancelled}, now=at)
     _settle_money(result.moved, at)
     # Each moved drop's window status, worked out afresh (docs/contract.md §17).
     window_alerts = refresh_windows(result.moved, at)

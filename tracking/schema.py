@@ -196,6 +196,12 @@ class TrackedOrder(serializers.Serializer):
     )
     parcel = TrackedParcel()
     cod = TrackedCod(allow_null=True, help_text="Cash on delivery; null when none is collected.")
+    stop_sequence = serializers.IntegerField(
+        allow_null=True,
+        help_text="The drop's place on its order's route (1 = the first drop after the pickup), "
+        "set when the order is offered to a courier and renumbered if a drop is cancelled or "
+        "moved before pickup; null until then, and for a cancelled drop.",
+    )
 
 
 # "return" is a Python keyword: the field is declared on the class after it is made (the

@@ -90,6 +90,9 @@ DROP_SEEN = DROP_KEY.extended(
     cod_fee=MoneyText("cod_fee"),
     cod_amount=MoneyText("cod_amount"),
     cod_collected_at=TimeText("cod_collected_at"),
+    # docs/contract.md §21: the drop's place on the route, and the ride there (orders/stops.py).
+    stop_sequence="stop_sequence",
+    route_km="route_km",
 )
 ORDER_SEEN = Shape(
     "OrderSeen",
@@ -175,7 +178,7 @@ def _etas_from_couriers(rows, orders: dict, now: datetime) -> dict[str, dict]:
     stops: dict[str, list[Stop]] = defaultdict(list)
     for order_id, drop_id, lat, long, status in (
         Drop.objects.filter(order_id__in=moving, status__in=ON_THE_WAY)
-        .order_by("order_id", "pk")
+        .order_by("order_id", F("stop_sequence").asc(nulls_last=True), "pk")
         .values_list("order_id", "pk", "lat", "long", "status")
     ):
         stops[str(order_id)].append(Stop(str(drop_id), lat, long, status))
@@ -356,7 +359,7 @@ class _Context:
         status, drop_id, changed = row.status, row.drop_id, row.changed
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
-        eta = self._eta(status, created, order, row.lat, row.long, moves)
+        eta = self._eta(status, created, order, row, moves)
         from_courier = self.from_courier.get(drop_id)
         if eta is not None and from_courier is not None and status in ON_THE_WAY:
             eta["dropoff_at"] = from_courier["dropoff_at"]
@@ -378,6 +381,7 @@ class _Context:
             "environment": order.environment,
             "pickup": order.pickup,
             "dropoff": _dropoff(row),
+            "stop_sequence": row.stop_sequence,
             # The courier's position only while on the way to this drop (docs/contract.md §20).
             "driver": order.driver_on_the_way if status in ON_THE_WAY else order.driver,
             "price": row.price,
@@ -429,9 +433,7 @@ class _Context:
             return AT_RISK
         return status
 
-    def _eta(
-        self, status: str, created: str, order: _Order, lat: float, long: float, moves
-    ) -> dict | None:
+    def _eta(self, status: str, created: str, order: _Order, row, moves) -> dict | None:
         # The pickup time is when the drop started waiting for a courier; before that, when
         # it is scheduled (the sandbox test driver may dispatch a drop before its time).
         # Its creation is its first event (PENDING unless scheduled); then its moves.
@@ -444,7 +446,7 @@ class _Context:
                 start = self.starts[waited_from] = self.eta.start(
                     self._moment(waited_from), self.now
                 )
-            return self.eta.before_pickup(start, order.distances.km(lat, long))
+            return self.eta.before_pickup(start, *_ride(order, row))
         waiting = created if order.initial == _PENDING else None
         picked_up = None
         for event in moves:
@@ -453,13 +455,23 @@ class _Context:
                 waiting = event["at"]
             elif moved_to == _PICKED_UP and picked_up is None:
                 picked_up = event["at"]
+        km, earlier = _ride(order, row)
         return self.eta.of(
             status=status,
             pickup_time=self._moment(waiting or order.scheduled or created),
             picked_up_at=self._moment(picked_up) if picked_up else None,
-            km=order.distances.km(lat, long),
+            km=km,
+            earlier_stops=earlier,
             now=self.now,
         )
+
+
+def _ride(order: _Order, row) -> tuple[float, int]:
+    """The km from the pickup to the drop and the stops before it: along its order's route
+    once sequenced (docs/contract.md §21), else straight there with none before."""
+    if row.route_km is None:
+        return order.distances.km(row.lat, row.long), 0
+    return row.route_km, row.stop_sequence - 1
 
 
 def _dropoff(row) -> dict:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from accounts.models import Business, Environment
 from billing.services import lock_account, refund_drops
 from orders.models import Driver, Drop, DropStatus, FailureReason
+from orders.stops import lock_routes_of
 from tracking.lifecycle import (
     CANCELLABLE,
     MoveResult,
@@ -67,6 +68,7 @@ def cancel_orders(
     # The account lock comes first, as in batch creation, so the two never deadlock.
     lock_account(business=business, environment=environment)
     picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
+    lock_routes_of(picked.values())  # their orders' routes are renumbered (orders/stops.py)
     result = apply_moves(
         drop_ids=picked.values(),
         steps=single_step(DropStatus.CANCELLED),
@@ -132,6 +134,7 @@ def cancel_drops_as_operator(*, drop_ids: list[UUID], actor: str) -> MoveResult:
         business = Business.objects.get(pk=business_id)
         with transaction.atomic():
             lock_account(business=business, environment=environment)
+            lock_routes_of(ids)
             result = apply_moves(
                 drop_ids=ids,
                 steps=single_step(DropStatus.CANCELLED),

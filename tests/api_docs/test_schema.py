@@ -43,6 +43,9 @@ COURIER_OPERATIONS = {
     ("/api/v1/courier/route", "get"),
     ("/api/v1/courier/location", "post"),
     ("/api/v1/courier/drops/{drop_id}/move", "post"),
+    ("/api/v1/courier/offer", "get"),
+    ("/api/v1/courier/offers/{offer_id}/accept", "post"),
+    ("/api/v1/courier/offers/{offer_id}/decline", "post"),
 }
 
 
