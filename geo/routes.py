@@ -45,16 +45,17 @@ def sequence_stops(
     """The visiting order of `drops`, as indexes into it, for a courier leaving `pickup`
     (lat, long) at `start_at`.
 
-    A drop is reached at start_at + the ride there (haversine km at `speed_kmh`) +
-    `handling_minutes` for each drop before it; its window is met when it is reached by
-    `window_end`. Routes compare by (windows missed, length in km), fewest misses first:
-    the shorter of two routes wins only when they miss as many windows. The search starts
-    from the nearest neighbour route and, when drops have windows, also from the
-    windowed drops by earliest end (then nearest neighbour for the rest); each start is
-    improved by 2-opt and Or-opt moves taken only when they make the cost strictly
-    better; the better result wins. A window no route can meet (the drop is out of reach
-    by its end even as the first stop) counts for none, so it never bends the route.
-    Deterministic: ties go to the lower index.
+    The shortest route first: nearest neighbour from the pickup, and the same with each
+    other drop as the first stop, each improved by 2-opt and Or-opt moves while one
+    makes it shorter; the shortest wins. A drop is reached at start_at + the ride there
+    (haversine km at `speed_kmh`) + `handling_minutes` for each drop before it; its
+    window is met when it is reached by `window_end`. When the shortest route would miss
+    a window, routes compare by (windows missed, length): the same moves go on, from the
+    route that misses fewest and from the windowed drops by earliest end (then nearest
+    neighbour), taken only when they miss fewer windows, or as many and are shorter. A
+    window no route can meet (the drop is out of reach by its end even as the first
+    stop) counts for none, so it never bends the route. Deterministic: ties go to the
+    lower index. The choices and their figures: docs/dispatch.md, docs/decisions.md.
     """
     if speed_kmh <= 0:
         raise ValueError("speed_kmh must be above 0.")
