@@ -1,10 +1,12 @@
 """The courier app's pages, /courier/ (docs/couriers.md, docs/contract.md §20): sign in and
-out, the home page (online status, the offer's place, the route), and plain form posts for
-going online and for moves, so the app works without JavaScript; with it, courier.js sends
-the same moves to the JSON API and queues them while the phone has no network."""
+out, the home page (online status, the offer, the route), and plain form posts for going
+online, answering an offer and moves, so the app works without JavaScript; with it,
+courier.js sends the same to the JSON API, and queues moves while the phone has no network
+(never an offer's answer: an offer expires)."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from urllib.parse import urlencode
 
@@ -13,6 +15,7 @@ from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from core.api import ApiError
@@ -20,9 +23,13 @@ from courier_app.api import MOVE_REFUSAL_STATUS
 from courier_app.auth import SESSION_HASH_KEY, SESSION_KEY, courier_of_session, sign_in_session
 from courier_app.forms import CourierSignInForm
 from courier_app.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES, parse_move, proof_photo
-from courier_app.selectors import courier_drop, route_of
+from courier_app.selectors import courier_drop, offer_view, route_of
 from courier_app.services import CourierMoveRefused, move_as_courier
 from couriers.services import set_online
+from dispatch.models import Offer
+from dispatch.offers import OfferGone, accept_offer, decline_offer, open_offer_of
+from fleet.models import VehicleType
+from geo.geometry import haversine_km
 from orders.models import Drop, DropStatus, FailureReason, UndeliverableAction
 from tracking.lifecycle import ALLOWED
 from tracking.services import store_proof_photo
@@ -33,6 +40,9 @@ MOVE_MESSAGES = {
 }
 # How often the app reads and sends the phone's position while online (docs/contract.md §20).
 POSITION_SECONDS = 15
+# How often the app asks for an offer while online with no route and none shown (docs/couriers.md).
+OFFER_POLL_SECONDS = 10
+OFFER_GONE = "This offer is gone: it expired or was taken."
 FAILURE_CHOICES = [(r, FailureReason(r).label) for r in COURIER_FAILURE_REASONS]
 
 
@@ -67,9 +77,40 @@ def sign_out_view(request: HttpRequest) -> HttpResponse:
 def status_view(request: HttpRequest) -> HttpResponse:
     """Online or offline by a plain form post (courier.js uses POST /api/v1/courier/status)."""
     courier = courier_of_session(request)
-    if courier is not None:
-        set_online(courier=courier, online=request.POST.get("online") == "true")
+    if courier is None:
+        return redirect("courier_app:home")
+    online = set_online(courier=courier, online=request.POST.get("online") == "true")
+    offer = None if online else open_offer_of(courier)
+    if offer is not None:  # gone offline: the job goes to someone who is there (as the API)
+        decline_offer(courier=courier, offer_id=offer.pk)
     return redirect("courier_app:home")
+
+
+@require_POST
+def accept_offer_view(request: HttpRequest, offer_id: uuid.UUID) -> HttpResponse:
+    """Take the offer: the home page at the route, in stop order (docs/couriers.md)."""
+    return _answer_offer(request, offer_id, accept_offer, then="#route")
+
+
+@require_POST
+def decline_offer_view(request: HttpRequest, offer_id: uuid.UUID) -> HttpResponse:
+    """No confirmation: the next run of the dispatcher offers it to the next courier."""
+    return _answer_offer(request, offer_id, decline_offer, then="")
+
+
+def _answer_offer(request: HttpRequest, offer_id: uuid.UUID, answer, *, then: str):
+    """Someone else's offer does not exist for this courier (404); one no longer open comes
+    back as the home page without it, saying so (409, as the API's OFFER_GONE)."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return redirect("courier_app:home")
+    try:
+        answer(courier=courier, offer_id=offer_id)
+    except Offer.DoesNotExist:
+        raise Http404("No offer of yours has this id.") from None
+    except OfferGone:
+        return _home_page(request, courier, notice=OFFER_GONE, status=409)
+    return redirect(reverse("courier_app:home") + then)
 
 
 @require_POST
@@ -116,12 +157,21 @@ def _sign_in_page(request: HttpRequest, form: CourierSignInForm, status: int = 2
     return _page(render(request, "courier_app/sign_in.html", {"form": form}, status=status))
 
 
-def _home_page(request: HttpRequest, courier, *, error=None, status: int = 200) -> HttpResponse:
+def _home_page(
+    request: HttpRequest, courier, *, error=None, notice: str = "", status: int = 200
+) -> HttpResponse:
     route = route_of(courier)
     stops = _stops_shown(route["stops"], error) if route else []
+    # Offers go to couriers online with no route (docs/contract.md §21): only then one shows.
+    free = courier.online and route is None
+    offer = _offer_shown(open_offer_of(courier)) if free else None
     context = {
         "courier": courier,
         "first_name": courier.name.split(" ")[0],
+        "notice": notice,
+        "offer": offer,
+        "wants_offer": free and offer is None,
+        "offer_poll_seconds": OFFER_POLL_SECONDS,
         "route": route,
         "pickup_links": _navigation(route["pickup"]) if route else None,
         "stops": stops,
@@ -131,6 +181,32 @@ def _home_page(request: HttpRequest, courier, *, error=None, status: int = 200) 
         "position_seconds": POSITION_SECONDS,
     }
     return _page(render(request, "courier_app/home.html", context, status=status))
+
+
+def _offer_shown(offer: Offer | None) -> dict | None:
+    """The offer as the card shows it: its API view, plus the vehicle's name, when it
+    expires (local time, and the seconds left, which the phone counts down on its own
+    monotonic clock: a phone's wall clock may be wrong), and each stop's distance from the
+    one before it, as the crow flies."""
+    if offer is None:
+        return None
+    shown = offer_view(offer)
+    vehicle = VehicleType.objects.filter(code=shown["vehicle"]).values_list("name", flat=True)
+    here = (shown["pickup"]["lat"], shown["pickup"]["long"])
+    stops = []
+    for number, stop in enumerate(shown["drops"], start=1):
+        there = (stop["lat"], stop["long"])
+        stops.append({**stop, "number": number, "km": f"{haversine_km(*here, *there):.1f}"})
+        here = there
+    left = (offer.expires_at - timezone.now()).total_seconds()
+    return {
+        **shown,
+        "vehicle_name": vehicle.first() or shown["vehicle"],
+        "pickup_at": f"{shown['pickup']['lat']},{shown['pickup']['long']}",
+        "stops": stops,
+        "expires_local": timezone.localtime(offer.expires_at),
+        "seconds_left": max(0, math.ceil(left)),
+    }
 
 
 def _stops_shown(stops: list[dict], error) -> list[dict]:

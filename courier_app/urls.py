@@ -13,4 +13,6 @@ urlpatterns = [
     path("sign-out", pages.sign_out_view, name="sign_out"),
     path("status", pages.status_view, name="status"),
     path("drops/<uuid:drop_id>/move", pages.move_view, name="move"),
+    path("offers/<uuid:offer_id>/accept", pages.accept_offer_view, name="accept_offer"),
+    path("offers/<uuid:offer_id>/decline", pages.decline_offer_view, name="decline_offer"),
 ]

@@ -245,16 +245,97 @@
     return new Blob([bytes], { type: head.slice(5).split(";")[0] });
   }
 
+  // The offer (docs/couriers.md, "The offer"). Its answer is never queued: an offer expires
+  // within a minute, and a "yes" sent when the network returns would take a job the courier
+  // has meanwhile stopped waiting for.
+  const OFFER_GONE = "This offer is gone: it expired or was taken.";
+  const NO_NETWORK_ANSWER = "No network: the offer cannot be answered offline.";
+  const OFFER_EVERY_MS = (Number(body.dataset.offerSeconds) || 10) * 1000;
+
+  function withdrawOffer(text) {
+    document.querySelectorAll("[data-offer-part]").forEach((part) => part.remove());
+    document.querySelector("[data-no-offer]").hidden = false;
+    notice(text);
+    pollOffer();
+  }
+
+  function countDown(card) {
+    // On the phone's monotonic clock from the seconds the server counted: its wall clock may
+    // be minutes off, which would end the offer early or show it after it is gone.
+    const ends = performance.now() + Number(card.dataset.secondsLeft) * 1000;
+    const text = card.querySelector("[data-countdown]");
+    const at = text.querySelector("time").textContent;
+    const tick = () => {
+      const left = Math.ceil((ends - performance.now()) / 1000);
+      if (left <= 0) {
+        clearInterval(timer);
+        withdrawOffer("The offer expired.");
+        return;
+      }
+      const seconds = String(left % 60).padStart(2, "0");
+      text.textContent = "Expires in " + Math.floor(left / 60) + ":" + seconds + " (at " + at + ")";
+    };
+    const timer = setInterval(tick, 1000);
+    tick();
+  }
+
+  function goHome(hash) { // the home page again, at the route when there is one now
+    const home = body.dataset.homeUrl;
+    if (location.pathname !== home) { location.assign(home + hash); return; }
+    history.replaceState(null, "", home + hash);
+    location.reload();
+  }
+
+  async function answerOffer(form) {
+    if (!navigator.onLine) { notice(NO_NETWORK_ANSWER); return; }
+    const buttons = document.querySelectorAll("[data-offer-answer] button");
+    buttons.forEach((b) => { b.disabled = true; });
+    let response = null;
+    try {
+      response = await fetch(form.dataset.api, {
+        method: "POST", credentials: "same-origin", body: "{}",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      });
+    } catch (e) { response = null; }
+    buttons.forEach((b) => { b.disabled = false; });
+    if (response === null) notice(NO_NETWORK_ANSWER);
+    else if (response.ok) goHome(form.matches("[data-accept]") ? "#route" : "");
+    else if (response.status === 409 || response.status === 404) withdrawOffer(OFFER_GONE);
+    else if (response.status === 401 || response.status === 403) location.reload();
+    else notice(await errorText(response));
+  }
+
+  let offerPoll = null;
+  function pollOffer() { // a reload shows the offer that came: the server renders the card
+    if (offerPoll !== null || body.dataset.online !== "true") return;
+    offerPoll = setInterval(async () => {
+      if (!navigator.onLine) return;
+      let response;
+      try {
+        response = await fetch(body.dataset.offerUrl, { credentials: "same-origin" });
+      } catch (e) { return; }
+      if (response.status === 401 || response.status === 403) { location.reload(); return; }
+      if (!response.ok) return;
+      try {
+        if ((await response.json()).data.offer) location.reload();
+      } catch (e) { /* not the API's answer (a captive portal's page): ask again later */ }
+    }, OFFER_EVERY_MS);
+  }
+
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (form.matches("[data-move]")) { event.preventDefault(); submitMove(form); }
     else if (form.matches("[data-status-form]")) { event.preventDefault(); submitStatus(form); }
+    else if (form.matches("[data-offer-answer]")) { event.preventDefault(); answerOffer(form); }
   });
   window.addEventListener("online", () => { notice(""); flush(); });
   window.addEventListener("offline", () => notice("No network: moves and positions wait here until it returns."));
 
   showWaiting();
   showRefused();
+  const offerCard = document.querySelector("[data-offer]");
+  if (offerCard) countDown(offerCard);
+  else if (body.dataset.wantsOffer === "true") pollOffer();
   if (body.dataset.online === "true" && "geolocation" in navigator) {
     takePoint();
     setInterval(takePoint, EVERY_MS);
