@@ -32,7 +32,7 @@ from orders.models import (
     ProofMethod,
     UndeliverableAction,
 )
-from orders.stops import resequence
+from orders.stops import resequence, sequence_unsequenced
 from tracking.proof import pin_matches
 from tracking.selectors import entries_by_drop_id
 from tracking.windows import record_window_alerts, refresh_windows
@@ -200,7 +200,7 @@ def apply_moves(
         Drop.objects.filter(pk__in=wrong_pins).update(pin_attempts=F("pin_attempts") + 1)
     DeliveryEvent.objects.bulk_create(events)
     if driver is not None and assigned_orders:
-        _drive(assigned_orders, driver)
+        _drive(assigned_orders, driver, {drop.pk for drop in drops}, at)
     cancelled = [d for d in result.moved if d.status == DropStatus.CANCELLED]
     if cancelled and on_cancel is not None:
         on_cancel(cancelled, at)
@@ -223,12 +223,16 @@ def _settle_money(moved: list[Drop], at: datetime) -> None:
     collect_cod(drops=[d for d in moved if d.status == DropStatus.DELIVERED], at=at)
 
 
-def _drive(order_ids: set[UUID], driver) -> None:
+def _drive(order_ids: set[UUID], driver, locked: set[UUID], at: datetime) -> None:
+    """The orders get their driver, and a route if they have none yet (docs/contract.md
+    §21: the sandbox test driver's orders and orders assigned by hand; the dispatcher's
+    have theirs from before the offer)."""
     # Orders are shared by the drops of a pickup group, which two movers may move at once:
     # lock them in pk order, as apply_moves locks the drops, or their UPDATEs can deadlock.
     orders = Order.objects.select_for_update().filter(pk__in=order_ids)
     list(orders.order_by("pk").values_list("pk", flat=True))
     orders.update(driver=driver)
+    sequence_unsequenced(order_ids, locked=locked, now=at)
 
 
 def _path_and_fields(

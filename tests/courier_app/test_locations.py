@@ -185,7 +185,9 @@ def test_the_eta_counts_from_the_courier_through_the_stops_before(
     reach = at_pickup + handling
     expected = {}
     previous = pickup
-    for name in (first.client_order_id, second.client_order_id):  # stop order: by id
+    in_stop_order = order.drops.order_by("stop_sequence").values_list("client_order_id", flat=True)
+    assert list(in_stop_order) == ["E-1", "E-2"]  # the nearer first (orders/stops.py)
+    for name in in_stop_order:
         reach += ride(previous, stops[name]) + handling
         previous = stops[name]
         expected[name] = reach

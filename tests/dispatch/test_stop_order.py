@@ -89,3 +89,20 @@ def test_the_courier_route_follows_the_stop_order(api, shop, courier_near):
     route = client.post(f"/offers/{offer['offer_id']}/accept", {}).json()["data"]["route"]
     assert [s["client_order_id"] for s in route["stops"]] == ["NEAR", "MID", "FAR"]
     assert [s["stop_sequence"] for s in route["stops"]] == [1, 2, 3]
+
+
+def test_a_group_larger_than_a_round_keeps_no_stop_order(api, shop, courier_near):
+    from orders.stops import MAX_ROUTE_DROPS
+
+    courier_near(NEAR)
+    many = [drop(f"M-{i}", lat=11.56 + i * 0.001, long=104.93) for i in range(MAX_ROUTE_DROPS + 1)]
+    order = live_order(api, shop, *many)
+    run = dispatch_waiting()
+    assert len(run.offers) == 1  # offered all the same
+    assert set(order.drops.values_list("stop_sequence", flat=True)) == {None}
+    order.drops.filter(client_order_id="M-0").update(status="CANCELLED")
+    from django.utils import timezone
+
+    from orders.stops import sequence_orders
+
+    assert sequence_orders([order.pk], now=timezone.now()) == MAX_ROUTE_DROPS + 1
