@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db.models import F
 from django.db.models.functions import Coalesce
 
+from core.writes import update_rows
 from geo.geometry import DistancesFrom
 from geo.routes import Stop, sequence_stops
 from orders.models import Drop, DropStatus
@@ -51,12 +52,12 @@ def sequence_orders(order_ids: Iterable[UUID], *, now: datetime) -> int:
     )
     for row in rows:
         by_order[row[1]].append(row)
-    written: list[Drop] = []
+    written: list[tuple] = []
     for drops in by_order.values():
         carried = sum(row[2] in ON_THE_ROUTE for row in drops)
         if carried <= MAX_ROUTE_DROPS and all(row[2] in BEFORE_PICKUP for row in drops):
             written += _sequenced(drops, now)
-    Drop.objects.bulk_update(written, ["stop_sequence", "route_km"])
+    update_rows(Drop, ("stop_sequence", "route_km"), written)
     return len(written)
 
 
@@ -95,8 +96,8 @@ def sequence_unsequenced(order_ids: Iterable[UUID], *, locked: set[UUID], now: d
     return sequence_orders(ready, now=now) if ready else 0
 
 
-def _sequenced(rows: list[tuple], now: datetime) -> list[Drop]:
-    """One order's drops with stop_sequence and route_km set (cancelled ones: none)."""
+def _sequenced(rows: list[tuple], now: datetime) -> list[tuple]:
+    """One order's drops as (pk, stop_sequence, route_km) (cancelled ones: none, none)."""
     carried = [row for row in rows if row[2] in ON_THE_ROUTE]
     pickup = (rows[0][6], rows[0][7])
     handling = settings.HANDLING_MINUTES
@@ -108,12 +109,11 @@ def _sequenced(rows: list[tuple], now: datetime) -> list[Drop]:
         speed_kmh=settings.COURIER_SPEED_KMH,
         handling_minutes=handling,
     )
-    drops = [Drop(pk=row[0], stop_sequence=None, route_km=None) for row in rows]
-    place = {row[0]: drop for row, drop in zip(rows, drops, strict=True)}
+    place: dict[UUID, tuple] = {row[0]: (row[0], None, None) for row in rows}
     km, here = 0.0, pickup
     for sequence, index in enumerate(visit, start=1):
         row = carried[index]
         km += DistancesFrom(*here).km(row[3], row[4])
         here = (row[3], row[4])
-        place[row[0]].stop_sequence, place[row[0]].route_km = sequence, km
-    return drops
+        place[row[0]] = (row[0], sequence, km)
+    return list(place.values())

@@ -147,3 +147,27 @@ def test_sandbox_orders_are_never_dispatched(api, shop, courier_near):
     assert api.bulk(batch(group(drop())), shop.sandbox_key).status_code == 200
     assert dispatch_waiting().waiting == 0
     assert Drop.objects.filter(environment="sandbox").count() == 1
+
+
+def test_a_run_makes_as_many_queries_for_many_orders_and_couriers_as_for_few(
+    api, shop, courier_near
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from dispatch.models import Offer
+
+    def queries_of_a_run(orders: int, couriers: int) -> int:
+        Offer.objects.all().delete()
+        for i in range(couriers):
+            courier_near((NEAR[0] + i * 0.002, NEAR[1]), f"C{orders}-{i}")
+        for _ in range(orders):
+            live_order(api, shop)
+        with CaptureQueriesContext(connection) as run:
+            made = dispatch_waiting().offers
+        assert len(made) == Offer.objects.count() >= couriers
+        return len(run.captured_queries)
+
+    few = queries_of_a_run(1, 1)
+    many = queries_of_a_run(8, 6)
+    assert many == few, (few, many)
