@@ -13,10 +13,15 @@ CACHE_URL (rate limits shared by every instance); two gunicorn instances behind 
 2. Figures and faults, two instances: locust at HAProxy while this script kills -9 instance
    A (and restarts it), kills -9 a worker (and starts another), restarts PgBouncer, restarts
    Redis.
+   Throughout, simulated couriers (bench/couriers_sim.py) sign in, post positions, take or
+   decline the dispatcher's offers of the integrators' live batches and walk their routes;
+   after the load, a settling phase lets them take what still waits.
 3. Invariants, checked and printed: each Idempotency-Key answered with one batch; every
    accepted drop stored once; wallets equal to their ledger and never negative; no
    client_order_id active twice; every event delivered at least once (each id once after
-   dedupe); no 5xx but the documented 503; one rate limit counted across both instances.
+   dedupe); no 5xx but the documented 503; one rate limit counted across both instances;
+   no order assigned twice; no offer to a courier already on a route; every waiting live
+   order assigned, offered or flagged; the couriers delivered, with no 5xx but the 503.
 
 Exit 0 when every invariant holds. Nothing is left running.
 """
@@ -57,6 +62,7 @@ from bench.bulk import (  # noqa: E402
     manage,
     start_database,
 )
+from bench.couriers_sim import Fleet, check_dispatch, settle  # noqa: E402
 from bench.webhooks import Worker  # noqa: E402
 from tests.webhook_receiver import WebhookReceiver  # noqa: E402
 
@@ -67,6 +73,10 @@ RATE_LIMIT = 3000  # per key per minute: far above the load's pace
 # Bulk calls per key per minute: above the load's pace too (about 3 a second per key at
 # most); the probe's own key, which the load never uses, spends it all.
 BULK_RATE_LIMIT = 400
+# Each integrator sends a small live batch this often (seconds): one order for the
+# dispatcher, well below what the couriers can carry (about one order each per dispatcher
+# run, every 10 s), so every live order can be served and the settling phase ends.
+LIVE_EVERY = {"full": 40, "short": 20}
 SERVICE_UNAVAILABLE = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
     b"Retry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
@@ -246,7 +256,12 @@ def run_locust(phase: Phase, cluster: Cluster, host: str, users: int) -> None:
     workdir, tenants_file = cluster.workdir, cluster.tenants_file
     prefix = workdir / f"locust-{phase.name}"
     records = workdir / f"records-{phase.name}.json"
-    env = {**os.environ, "CLUSTER_TENANTS": str(tenants_file), "CLUSTER_RECORDS": str(records)}
+    env = {
+        **os.environ,
+        "CLUSTER_TENANTS": str(tenants_file),
+        "CLUSTER_RECORDS": str(records),
+        "CLUSTER_LIVE_EVERY": str(LIVE_EVERY["short" if cluster.short else "full"]),
+    }
     command = [
         str(Path(sys.executable).parent / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"),
         "--headless", "--host", host, "-u", str(users), "-r", str(users),
@@ -331,18 +346,26 @@ class Cluster:
             balance = "200.00" if i % 3 == 0 else "1000000.00"
             out = manage(
                 self.env, "provision_business", "--name", f"Load {i}", "--email",
-                f"load{i}@example.com", "--sandbox-balance", balance, "--json",
+                f"load{i}@example.com", "--sandbox-balance", balance,
+                "--live-balance", "1000000.00", "--json",
             )  # fmt: skip
             provisioned = orjson.loads(out.strip().splitlines()[-1])
             key = provisioned["sandbox_key"]
-            status, answer = self.call("POST", "/api/v1/webhook-endpoints", key, {
-                "url": self.receiver.url(f"/t{i}"), "event_types": ["*"],
-            })  # fmt: skip
-            if status != 201:
-                raise BenchError(f"webhook endpoint not created: {status} {answer}")
-            secrets.append(answer["data"]["secret"])
+            # An endpoint per environment: the live batches' events are delivered too.
+            for suffix, endpoint_key in (("", key), ("-live", provisioned["live_key"])):
+                status, answer = self.call("POST", "/api/v1/webhook-endpoints", endpoint_key, {
+                    "url": self.receiver.url(f"/t{i}{suffix}"), "event_types": ["*"],
+                })  # fmt: skip
+                if status != 201:
+                    raise BenchError(f"webhook endpoint not created: {status} {answer}")
+                secrets.append(answer["data"]["secret"])
             tenants.append(
-                {"name": f"load{i}", "key": key, "business_id": provisioned["business_id"]}
+                {
+                    "name": f"load{i}",
+                    "key": key,
+                    "live_key": provisioned["live_key"],
+                    "business_id": provisioned["business_id"],
+                }
             )
         self.receiver.trust(*secrets)
         out = manage(
@@ -668,16 +691,27 @@ def cpu_seconds(pids: list[int]) -> float:
     return used
 
 
+def start_couriers(cluster: Cluster, cleanup: contextlib.ExitStack, count: int) -> Fleet:
+    """The simulated couriers, provisioned in one process and started (signed in, online)."""
+    fleet = Fleet(HOST, cluster.balancer.port, count)
+    manage(cluster.env, "shell", "-c", fleet.snippet())
+    cleanup.callback(fleet.stop)
+    fleet.start()
+    return fleet
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", action="store_true", help="15 s, no faults")
     parser.add_argument("--seconds", type=int, default=90, help="the loaded phase (60-120)")
     parser.add_argument("--users", type=int, default=24)
+    parser.add_argument("--couriers", type=int, default=20, help="simulated (--short: 6)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with contextlib.ExitStack() as cleanup:
         cluster = Cluster(cleanup, short=args.short)
+        fleet = start_couriers(cluster, cleanup, 6 if args.short else args.couriers)
         phases: list[Phase] = []
         fault_log: list[str] = []
         balancer = f"http://{HOST}:{cluster.balancer.port}"
@@ -695,7 +729,10 @@ def main(argv: list[str] | None = None) -> int:
             thread = faults(cluster, args.seconds, fault_log)
             run_locust(phases[-1], cluster, balancer, args.users)
             thread.join(timeout=30)
-        print("load done; waiting for every webhook to be delivered ...", flush=True)
+        print("load done; the couriers take what still waits ...", flush=True)
+        unserved, settled = settle(cluster.db, fleet, 30 if args.short else 60)
+        fleet.stop()
+        print("waiting for every webhook to be delivered ...", flush=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             pending = cluster.db.execute(
@@ -706,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(1)
         results = check_invariants(cluster, phases)
         results.append(rate_limit_probe(cluster))
+        results += check_dispatch(cluster.db, fleet, unserved, settled)
         print("\n=== figures ===")
         for phase in phases:
             print("\n".join(figures(phase, cluster)))

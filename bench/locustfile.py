@@ -3,10 +3,13 @@
 Each simulated integrator is one business's sandbox key (CLUSTER_TENANTS, a JSON list) and
 mixes what integrators do: bulk batches of 1 to 2000 drops, retries of a batch with the same
 Idempotency-Key and body (as a client does after a timeout), tracking, cancels, sandbox
-advances, listings and quotes. A 502/503 (a part is down) is retried with the same key, as
-docs/api.md tells clients to. What the answers said is written to CLUSTER_RECORDS when the
-run stops, for bench/cluster.py to check against the database: every key's batch ids, every
-accepted drop, every status code.
+advances, listings and quotes. Every CLUSTER_LIVE_EVERY seconds (0: never) an integrator
+also sends a small LIVE batch with its live key (1 to 3 drops, some cash on delivery, no
+PIN: the simulated couriers of bench/couriers_sim.py cannot know one), and now and then
+cancels one of its live drops, so the dispatcher has work and meets cancels. A 502/503 (a
+part is down) is retried with the same key, as docs/api.md tells clients to. What the
+answers said is written to CLUSTER_RECORDS when the run stops, for bench/cluster.py to
+check against the database: every key's batch ids, every accepted drop, every status code.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ RECORDS = os.environ["CLUSTER_RECORDS"]
 SIZES = [1, 5, 20, 100, 500, 2000]
 SIZE_WEIGHTS = [30, 25, 20, 15, 7, 3]
 RETRIES = 5
+LIVE_EVERY = float(os.environ.get("CLUSTER_LIVE_EVERY", "0"))
 
 batch_ids_of_key: dict[str, set[str]] = defaultdict(set)
 accepted_of_batch: dict[str, set[str]] = defaultdict(set)
@@ -48,6 +52,13 @@ def _drop(client_order_id: str) -> dict:
     }
 
 
+def _live_drop(client_order_id: str) -> dict:
+    drop = _drop(client_order_id)
+    if random.random() < 0.25:
+        drop["cod"] = {"amount": "5.00"}
+    return drop
+
+
 class Integrator(HttpUser):
     # Short pauses: the run measures what the cluster can take, not a polite client.
     wait_time = between(0.01, 0.1)
@@ -55,6 +66,10 @@ class Integrator(HttpUser):
     def on_start(self) -> None:
         tenant = TENANTS[next(_next_tenant) % len(TENANTS)]
         self.headers = {"Authorization": f"Bearer {tenant['key']}"}
+        self.live_headers = {"Authorization": f"Bearer {tenant['live_key']}"}
+        self.live_ids: list[str] = []
+        # The first live batch at a random moment of the first period: spread, not a burst.
+        self.next_live = time.monotonic() + random.uniform(0, LIVE_EVERY)
         self.prefix = f"{tenant['name'][:8]}-{uuid.uuid4().hex[:6]}"
         self.ids: list[str] = []
         self.last: tuple[str, bytes] | None = None
@@ -62,9 +77,11 @@ class Integrator(HttpUser):
 
     # --- calls -----------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, name: str, body=None, key: str | None = None):
+    def _send(
+        self, method: str, path: str, name: str, body=None, key: str | None = None, live=False
+    ):
         """One call, retried on 502/503/connection errors with the same body and key."""
-        headers = dict(self.headers)
+        headers = dict(self.live_headers if live else self.headers)
         if key is not None:
             headers["Idempotency-Key"] = key
         data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
@@ -113,6 +130,30 @@ class Integrator(HttpUser):
         self.last = (key, body)
         self._record(key, self._send("POST", "/api/v1/orders/bulk", f"bulk {size}", body, key))
 
+    # Often picked, as it does nothing until its batch is due: a batch every LIVE_EVERY.
+    @task(8)
+    def live(self) -> None:
+        """A small live batch when one is due; sometimes a cancel of an earlier live drop."""
+        if not LIVE_EVERY or time.monotonic() < self.next_live:
+            return
+        self.next_live += LIVE_EVERY
+        if self.live_ids and random.random() < 0.15:
+            body = {"identifiers": [random.choice(self.live_ids)]}
+            self._send("POST", "/api/v1/orders/cancel", "live cancel", body, live=True)
+        drops = []
+        for _ in range(random.randint(1, 3)):
+            self.sequence += 1
+            drops.append(_live_drop(f"{self.prefix}-live{self.sequence}"))
+        body = json.dumps(
+            {
+                "client_batch_id": f"{self.prefix}-lb{self.sequence}",
+                "orders": [{"pickup": _pickup(), "dropoff": drops}],
+            }
+        ).encode()
+        key = str(uuid.uuid4())
+        response = self._send("POST", "/api/v1/orders/bulk", "live bulk", body, key, live=True)
+        self._record(key, response, self.live_ids)
+
     @task(2)
     def retry_last_batch(self) -> None:
         if self.last is None:
@@ -153,7 +194,7 @@ class Integrator(HttpUser):
         }
         self._send("POST", "/api/v1/orders/quote", "quote", body)
 
-    def _record(self, key: str, response) -> None:
+    def _record(self, key: str, response, ids: list[str] | None = None) -> None:
         if response is None or response.status_code != 200:
             return
         data = response.json()["data"]
@@ -161,7 +202,7 @@ class Integrator(HttpUser):
         for order in data["orders"]:
             if order["status"] == "accepted":
                 accepted_of_batch[data["batch_id"]].add(order["drop_id"])
-                self.ids.append(order["client_order_id"])
+                (self.ids if ids is None else ids).append(order["client_order_id"])
         del self.ids[:-5000]  # keep memory bounded
 
 
