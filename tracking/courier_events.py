@@ -38,22 +38,39 @@ def report_courier_position(*, courier_id: int, now: datetime) -> int:
         )
         if not drops:
             return 0
-        entries = entries_by_drop_id([pk for pk, *_ in drops])
-        by_order: dict = defaultdict(list)
-        for pk, order_id, business_id, environment in drops:
-            by_order[(order_id, business_id, environment)].append(entries[str(pk)])
-        record_many(
-            [
-                NewEvent(
-                    business_id,
-                    environment,
-                    EventType.ORDER_COURIER_POSITION,
-                    _payload(order_id, order_entries),
-                )  # fmt: skip
-                for (order_id, business_id, environment), order_entries in by_order.items()
-            ],
-            at=now,
-        )
+        return _record(drops, now)
+
+
+def report_simulated_positions(*, order_ids, now: datetime) -> int:
+    """order.courier_position for these sandbox orders, as their simulated courier moves
+    (tracking/sandbox_courier.py): the scenario runner calls it when it moves the courier,
+    every SANDBOX_STEP_SECONDS at most. How many events."""
+    drops = list(
+        Drop.objects.filter(order_id__in=list(order_ids), status__in=ON_THE_WAY)
+        .order_by("order_id", F("stop_sequence").asc(nulls_last=True), "pk")
+        .values_list("pk", "order_id", "business_id", "environment")
+    )
+    return _record(drops, now) if drops else 0
+
+
+def _record(drops: list[tuple], now: datetime) -> int:
+    """One event per order of these (pk, order, business, environment) drops, in order."""
+    entries = entries_by_drop_id([pk for pk, *_ in drops])
+    by_order: dict = defaultdict(list)
+    for pk, order_id, business_id, environment in drops:
+        by_order[(order_id, business_id, environment)].append(entries[str(pk)])
+    record_many(
+        [
+            NewEvent(
+                business_id,
+                environment,
+                EventType.ORDER_COURIER_POSITION,
+                _payload(order_id, order_entries),
+            )  # fmt: skip
+            for (order_id, business_id, environment), order_entries in by_order.items()
+        ],
+        at=now,
+    )
     return len(by_order)
 
 

@@ -43,12 +43,12 @@ from accounts.models import Business
 from billing.services import lock_account, refund_drops
 from geo.services import next_opening
 from orders.models import Drop, DropStatus, SandboxScenario, UndeliverableAction
+from tracking.courier_events import report_simulated_positions
 from tracking.lifecycle import Outcome, apply_moves, single_step
+from tracking.sandbox_courier import EN_ROUTE_AT, PICKED_UP_AT
 from tracking.services import SANDBOX_ACTOR, SANDBOX_OUTCOME, sandbox_test_driver
 
 RUN_LIMIT = 1000  # drops stepped per transaction; a run with more due goes again at once
-PICKED_UP_AT = 0.3
-EN_ROUTE_AT = 0.7
 SAMPLE_PHOTO = "proof/sandbox/sample-delivery.png"
 _SAMPLE_SOURCE = Path(__file__).parent / "assets" / "sandbox-proof.png"
 # The dashboard's sandbox console sends it (a sample batch, or one drop of it for a scenario).
@@ -125,6 +125,7 @@ def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
                 Drop.objects.filter(pk__in=by_step[name]).update(
                     courier_progress=progress, scenario_next_at=later
                 )
+        _report_positions(by_step, now)
         if by_step.get(DropStatus.PENDING) or by_step.get("wait"):
             waiting = by_step.get(DropStatus.PENDING, []) + by_step.get("wait", [])
             Drop.objects.filter(pk__in=waiting).update(scenario_next_at=later)
@@ -134,6 +135,15 @@ def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
         next=Min("scenario_next_at")
     )["next"]
     return RunResult(stepped=len(rows), next_due=next_due, more=len(rows) == RUN_LIMIT)
+
+
+def _report_positions(by_step: dict, now: datetime) -> None:
+    """The simulated courier moved (picked up, en route): order.courier_position for their
+    orders, as a real courier's position sends it (docs/contract.md §20)."""
+    moved = by_step.get(DropStatus.PICKED_UP, []) + by_step.get("en_route", [])
+    if moved:
+        orders = Drop.objects.filter(pk__in=moved).values_list("order_id", flat=True)
+        report_simulated_positions(order_ids=set(orders), now=now)
 
 
 def _walk_on_to_return(by_step: dict, later: datetime) -> None:

@@ -40,6 +40,7 @@ from orders.windows import AT_RISK, ON_TRACK
 from tracking.courier_eta import Stop, etas_from_courier
 from tracking.eta import EtaModel
 from tracking.proof import photo_url
+from tracking.sandbox_courier import simulated_positions
 
 # A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples
 # (core.reads) and named by these shapes (core.rows): its own row only. What the drops of one
@@ -93,6 +94,8 @@ DROP_SEEN = DROP_KEY.extended(
     # docs/contract.md §21: the drop's place on the route, and the ride there (orders/stops.py).
     stop_sequence="stop_sequence",
     route_km="route_km",
+    # How far the sandbox test driver's scenario has come (tracking/sandbox_courier.py).
+    courier_progress="courier_progress",
 )
 ORDER_SEEN = Shape(
     "OrderSeen",
@@ -114,6 +117,7 @@ ORDER_SEEN = Shape(
     driver_lat="driver__position__lat",
     driver_long="driver__position__long",
     driver_at=IsoZ("driver__position__at"),
+    driver_simulated="driver__is_sandbox_test_driver",
 )
 
 
@@ -157,6 +161,7 @@ def _entries(rows) -> dict[str, dict]:
     moves = _moves_of(rows, orders)
     context = _Context()
     context.from_courier = _etas_from_couriers(rows, orders, context.now)
+    context.simulated = simulated_positions(rows, orders, moves)
     # The links' tokens are made from the ids, all in one cipher call (orders/links.py).
     tokens = tracking_tokens([row.drop_id for row in rows])
     return {
@@ -205,6 +210,7 @@ class _Order:
         "initial",
         "pickup",
         "scheduled",
+        "simulated",
     )
 
     def __init__(self, row, fresh_since: datetime) -> None:  # an ORDER_SEEN row
@@ -224,6 +230,7 @@ class _Order:
         if row.resolved:
             self.pickup["resolved_pin"] = {"lat": lat, "long": long}
         driver = row.driver
+        self.simulated = bool(row.driver_simulated)  # the sandbox test driver
         self.driver = self.driver_on_the_way = self.courier_at = None
         if driver is not None:
             self.driver = {
@@ -336,11 +343,12 @@ class _Context:
     """What every entry of one answer shares: the time, the link prefix, the ETA model, the
     wire texts of the rows' times."""
 
-    __slots__ = ("eta", "from_courier", "link", "moments", "now", "starts", "times")
+    __slots__ = ("eta", "from_courier", "link", "moments", "now", "simulated", "starts", "times")
 
     def __init__(self) -> None:
         self.now = timezone.now()
         self.from_courier: dict[str, dict] = {}  # ETAs counted from the courier, by drop id
+        self.simulated: dict[str, dict] = {}  # the sandbox test driver's positions, by drop id
         self.link = tracking_url("")
         self.eta = EtaModel()
         self.moments: dict[str, datetime] = {}
@@ -383,7 +391,7 @@ class _Context:
             "dropoff": _dropoff(row),
             "stop_sequence": row.stop_sequence,
             # The courier's position only while on the way to this drop (docs/contract.md §20).
-            "driver": order.driver_on_the_way if status in ON_THE_WAY else order.driver,
+            "driver": self._driver(order, status, drop_id),
             "price": row.price,
             "price_breakdown": {"delivery": row.delivery, "cod_fee": row.cod_fee},
             "currency": row.currency,
@@ -408,6 +416,14 @@ class _Context:
             if status != _RETURNED
             else {"at": _at(events, _RETURNED), "received_by": row.return_received_by},
         }
+
+    def _driver(self, order: _Order, status: str, drop_id: str) -> dict | None:
+        if status not in ON_THE_WAY:
+            return order.driver
+        simulated = self.simulated.get(drop_id)
+        if simulated is not None:  # the sandbox test driver, where its simulation has it
+            return {**order.driver, "position": simulated}
+        return order.driver_on_the_way
 
     def _cod(self, row, status: str, events: list[dict]) -> dict:
         """The cash to collect and where it stands (docs/contract.md §18): collected with

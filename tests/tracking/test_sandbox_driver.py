@@ -67,11 +67,14 @@ def test_the_test_driver_is_assigned_at_assigned(sandbox, api):
 
     entry = entries(advance(api, sandbox, "A-1", to=S.ASSIGNED))["A-1"]
 
-    assert entry["driver"] == TEST_DRIVER
+    # On the way: the simulated courier waits at the pickup (tracking/sandbox_courier.py).
+    assigned_at = entry["events"][-1]["at"]
+    at_pickup = {"lat": entry["pickup"]["lat"], "long": entry["pickup"]["long"], "at": assigned_at}
+    assert entry["driver"] == {**TEST_DRIVER, "position": at_pickup}
     order = Order.objects.get(drops__pk=ids["A-1"])
     assert order.driver.is_sandbox_test_driver
     tracked = entries(api.track(["A-1"], sandbox))["A-1"]
-    assert tracked["driver"] == TEST_DRIVER
+    assert tracked["driver"] == {**TEST_DRIVER, "position": at_pickup}
 
 
 def test_to_walks_the_path_writing_every_intermediate_event_in_order(sandbox, api):

@@ -261,8 +261,11 @@ def test_a_worker_walks_every_scenario_to_its_end_and_each_step_is_a_signed_webh
     with db_worker(tmp_path / "worker.log", env=worker_env(tmp_path)):
         ids = start(api, shop.sandbox_key, "deliver", "fail", "cancel_by_courier", pin=True)
         wait_for("every scenario to end", scenarios_over, timeout=60)
-        # batch.created, then 3 + 5 + 2 status changes.
-        received = webhook_receiver.wait_for(11, timeout=30)
+        # batch.created, then 3 + 5 + 2 status changes, and where the simulated courier
+        # moved (order.courier_position: tracking/sandbox_courier.py).
+        positions = Event.objects.filter(type=EventType.ORDER_COURIER_POSITION).count()
+        assert positions >= 2  # picked up and en route, at least once each
+        received = webhook_receiver.wait_for(11 + positions, timeout=30)
 
     assert {i: row(d).status for i, d in ids.items()} == {
         "deliver": S.DELIVERED,

@@ -45,12 +45,16 @@ def test_tracking_shows_the_whole_story_of_a_moved_drop(open_for_business, alice
     assert entry["environment"] == "sandbox"
     assert entry["price"] == accepted["price"] == money(moved.price)
     assert entry["currency"] == "USD"
+    # Picked up: the simulated courier 0.3 of the way (tracking/sandbox_courier.py).
+    position = entry["driver"].pop("position")
     assert entry["driver"] == {
         "name": "Sandbox Test Driver",
         "phone": "+85512000000",
         "vehicle": "motorbike",
-        "position": None,
     }
+    pickup, dropoff = entry["pickup"], entry["dropoff"]
+    assert position["at"] == entry["events"][-1]["at"]
+    assert abs(position["lat"] - (pickup["lat"] + 0.3 * (dropoff["lat"] - pickup["lat"]))) < 1e-9
     assert entry["created_at"] == iso_z(created.created_at)
     assert entry["updated_at"] == iso_z(moved.updated_at)
     assert moved.updated_at - created.created_at >= timedelta(minutes=5)

@@ -158,7 +158,7 @@ def test_the_page_finds_its_drop_through_an_index_for_either_kind_of_link(open_f
     for token in (tracking_token(row.pk), "Stored-before-0013-xyw"):
         with CaptureQueriesContext(connection) as queries:
             assert tracking_page(token).status == DropStatus.PENDING
-        reads += [q["sql"] for q in queries if "courier_progress" in q["sql"]]
+        reads += [q["sql"] for q in queries if "business__name" in q["sql"]]
     assert len(reads) == 3  # the derived token's read; the stored one's two (none, then it)
 
     with connection.cursor() as cursor:
