@@ -329,7 +329,7 @@ def _assigned_once(db) -> tuple[str, bool, str]:
 def _no_offer_on_a_route(db) -> tuple[str, bool, str]:
     rows = db.execute(
         f"""WITH held AS ({HELD})
-            SELECT f.id, f.courier_id, f.created_at, h.order_id, h.since, h.until
+            SELECT f.id, f.courier_id, f.created_at, h.order_id, h.since, h.until::text
             FROM dispatch_offer f JOIN held h
               ON h.courier_id = f.courier_id AND h.order_id <> f.order_id
             WHERE h.since < f.created_at
@@ -338,7 +338,7 @@ def _no_offer_on_a_route(db) -> tuple[str, bool, str]:
     ).fetchall()
     offers = db.execute("SELECT count(*) FROM dispatch_offer").fetchone()[0]
     shown = "; ".join(f"offer {r[0]} to courier {r[1]} at {r[2]:%T.%f} while order {r[3]} "
-                      f"was theirs {r[4]:%T.%f}-{r[5]}" for r in rows[:3])  # fmt: skip
+                      f"was theirs from {r[4]:%T.%f} until {r[5]}" for r in rows[:3])  # fmt: skip
     return (
         "no offer to a courier already on a route",
         not rows,
