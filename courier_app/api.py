@@ -31,9 +31,15 @@ from courier_app.selectors import (
     stop_sequence_of,
 )
 from courier_app.services import CourierMoveRefused, move_as_courier
-from couriers.services import check_courier_password, issue_token, record_points, set_online
+from couriers.services import check_courier_password, issue_token, record_points
 from dispatch.models import Offer
-from dispatch.offers import OfferGone, accept_offer, decline_offer, open_offer_of
+from dispatch.offers import (
+    OfferGone,
+    accept_offer,
+    decline_offer,
+    open_offer_of,
+    set_availability,
+)
 from tracking.courier_events import report_courier_position
 from tracking.services import store_proof_photo
 
@@ -78,10 +84,7 @@ class CourierViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def status(self, request):
         courier = request.auth.courier
-        online = set_online(courier=courier, online=parse_status(json_body(request)))
-        offer = None if online else open_offer_of(courier)
-        if offer is not None:  # gone offline: the job goes to someone who is there
-            decline_offer(courier=courier, offer_id=offer.pk)
+        online = set_availability(courier=courier, online=parse_status(json_body(request)))
         return envelope({"online": online})
 
     @OFFER

@@ -25,9 +25,14 @@ from courier_app.forms import CourierSignInForm
 from courier_app.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES, parse_move, proof_photo
 from courier_app.selectors import courier_drop, offer_view, route_of
 from courier_app.services import CourierMoveRefused, move_as_courier
-from couriers.services import set_online
 from dispatch.models import Offer
-from dispatch.offers import OfferGone, accept_offer, decline_offer, open_offer_of
+from dispatch.offers import (
+    OfferGone,
+    accept_offer,
+    decline_offer,
+    open_offer_of,
+    set_availability,
+)
 from fleet.models import VehicleType
 from geo.geometry import haversine_km
 from orders.models import Drop, DropStatus, FailureReason, UndeliverableAction
@@ -79,10 +84,7 @@ def status_view(request: HttpRequest) -> HttpResponse:
     courier = courier_of_session(request)
     if courier is None:
         return redirect("courier_app:home")
-    online = set_online(courier=courier, online=request.POST.get("online") == "true")
-    offer = None if online else open_offer_of(courier)
-    if offer is not None:  # gone offline: the job goes to someone who is there (as the API)
-        decline_offer(courier=courier, offer_id=offer.pk)
+    set_availability(courier=courier, online=request.POST.get("online") == "true")
     return redirect("courier_app:home")
 
 

@@ -17,6 +17,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from couriers.selectors import ORDER_STILL_TO_CARRY, actor_of
+from couriers.services import set_online
 from dispatch.models import Offer, OfferStatus
 from orders.models import Driver, Drop, DropStatus, Order
 from tracking.lifecycle import MoveResult, apply_moves, single_step
@@ -77,6 +78,16 @@ def decline_offer(*, courier: Driver, offer_id: UUID) -> Offer:
     Offer.objects.filter(pk=offer.pk).update(status=OfferStatus.DECLINED, answered_at=now)
     offer.status, offer.answered_at = OfferStatus.DECLINED, now
     return offer
+
+
+def set_availability(*, courier: Driver, online: bool) -> bool:
+    """Go online or offline (couriers.services.set_online); going offline declines the open
+    offer, so the order goes to someone who is there instead of waiting out its time."""
+    online = set_online(courier=courier, online=online)
+    offer = None if online else open_offer_of(courier)
+    if offer is not None:
+        decline_offer(courier=courier, offer_id=offer.pk)
+    return online
 
 
 @transaction.atomic
