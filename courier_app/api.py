@@ -31,7 +31,7 @@ from courier_app.selectors import (
     stop_sequence_of,
 )
 from courier_app.services import CourierMoveRefused, move_as_courier
-from couriers.services import check_courier_password, issue_token, record_points
+from couriers.services import issue_token, record_points, sign_in
 from dispatch.models import Offer
 from dispatch.offers import (
     OfferGone,
@@ -58,18 +58,17 @@ class CourierSessionViewSet(viewsets.ViewSet):
     def session(self, request):
         phone, password = parse_sign_in(json_body(request))
         address = ratelimit.client_address(request._request)
-        if ratelimit.locked_out_by(phone, address):
+        signed = sign_in(phone=phone, password=password, address=address)
+        if signed.locked:
             raise ApiError(429, "RATE_LIMITED", "Too many failed sign-ins: try again in a while.")
-        courier = check_courier_password(phone=phone, password=password)
+        courier = signed.courier
         if courier is None:
-            ratelimit.record_failure(phone, address)
             raise ApiError(
                 401,
                 "UNAUTHENTICATED",
                 "The phone or the password is wrong.",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        ratelimit.clear_failures(phone, address)
         return envelope({"token": issue_token(courier=courier), "courier_id": courier.pk})
 
 

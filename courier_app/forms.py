@@ -8,7 +8,7 @@ import re
 from django import forms
 
 from accounts import ratelimit
-from couriers.services import check_courier_password
+from couriers.services import sign_in
 from orders.models import Driver
 
 # What people type between the digits of a phone number: "+855 12 345-678" is +85512345678.
@@ -58,15 +58,15 @@ class CourierSignInForm(forms.Form):
         cleaned = super().clean()
         phone = cleaned.get("phone") or PHONE_SEPARATORS.sub("", self.data.get("phone") or "")
         address = ratelimit.client_address(self.request)
-        if locked := ratelimit.locked_out_by(phone, address):
+        # A field left empty: nothing to check, but it counts as a guess.
+        password = "" if self.errors else cleaned["password"]
+        signed = sign_in(phone=phone, password=password, address=address)
+        if signed.locked:
             self.locked_out = True
-            raise forms.ValidationError(LOCKED_OUT[locked], code="rate_limited")
-        if self.errors:  # a field left empty: nothing to check, but it counts as a guess
-            ratelimit.record_failure(phone, address)
+            raise forms.ValidationError(LOCKED_OUT[signed.locked], code="rate_limited")
+        if self.errors:
             return cleaned
-        self.courier = check_courier_password(phone=phone, password=cleaned["password"])
+        self.courier = signed.courier
         if self.courier is None:
-            ratelimit.record_failure(phone, address)
             raise forms.ValidationError(WRONG, code="invalid_login")
-        ratelimit.clear_failures(phone, address)
         return cleaned

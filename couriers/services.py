@@ -17,6 +17,7 @@ from django.contrib.auth.hashers import check_password, make_password
 from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts import ratelimit
 from accounts.keys import digest_of
 from core.writes import insert_rows
 from couriers.models import CourierPoint, CourierPosition, CourierToken
@@ -64,6 +65,30 @@ def check_courier_password(*, phone: str, password: str) -> Driver | None:
         make_password(password)  # the same work as a check
         return None
     return courier if check_password(password, courier.password) else None
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """A sign-in's outcome: the courier, or none (`locked`: the throttle's reason, when it
+    refused before checking; else a wrong phone or password)."""
+
+    courier: Driver | None
+    locked: str | None = None
+
+
+def sign_in(*, phone: str, password: str, address: str) -> SignIn:
+    """The dashboard's sign-in throttle around the password check (accounts/ratelimit.py),
+    for the courier API's session and the app's form alike: the lockout first (one counter
+    read, no hashing); a failure counts, a success clears this phone's count. An empty
+    password is a failure without a check."""
+    if locked := ratelimit.locked_out_by(phone, address):
+        return SignIn(None, locked)
+    courier = check_courier_password(phone=phone, password=password) if password else None
+    if courier is None:
+        ratelimit.record_failure(phone, address)
+        return SignIn(None)
+    ratelimit.clear_failures(phone, address)
+    return SignIn(courier)
 
 
 def issue_token(*, courier: Driver) -> str:
