@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) bench/couriers.py
 	$(PY) bench/routes.py
 	$(PY) bench/dispatch.py
+	$(PY) bench/small_calls.py
 
 ## make cluster-test: two app instances behind HAProxy, PgBouncer, Redis, two workers, under
 ## locust load for 90 s while parts are killed and restarted; prints figures and invariants.
