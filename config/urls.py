@@ -9,6 +9,9 @@ from core.health import liveness, readiness
 from tracking.pages import delivery_photo_view, tracking_page_view
 
 urlpatterns = [
+    # The console's dispatch board (console/dispatch.py): a page of the console that is no
+    # model's, so before Django admin's own URLs.
+    path("admin/dispatch/board/", include("console.dispatch")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
     path("api/v1", api_index),  # the index without its slash, as every route answers both

@@ -5,6 +5,7 @@ from console import (  # noqa: F401 -- registers
     cod,
     couriers,
     coverage,
+    dispatch,
     fleet,
     history,
     money,
