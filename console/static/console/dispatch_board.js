@@ -24,14 +24,17 @@
   var pins = L.layerGroup().addTo(map);
   var framed = false;
 
-  function pin(classes, lat, long, label, shape) {
+  // front: drawn over the others at one place (an urgent pickup over a plain one).
+  function pin(classes, lat, long, label, shape, front) {
     var icon = L.divIcon({
       className: "pin pin-" + shape + " " + classes,
       html: "<span></span>",
       iconSize: [22, 22],
       iconAnchor: shape === "tear" ? [11, 27] : [11, 11],
     });
-    return L.marker([lat, long], { icon: icon, title: label, alt: label, keyboard: false });
+    return L.marker([lat, long], {
+      icon: icon, title: label, alt: label, keyboard: false, zIndexOffset: front ? 1000 : 0,
+    });
   }
 
   function draw(board) {
@@ -40,7 +43,7 @@
     board.orders.forEach(function (order) {
       var urgent = order.at_risk || order.flagged_at;
       var label = order.pickup.name + " (" + order.business + "): " + order.drops + " drop(s) waiting";
-      pin(urgent ? "board-pin-risk" : "board-pin-pickup", order.pickup.lat, order.pickup.long, label, "tear")
+      pin(urgent ? "board-pin-risk" : "board-pin-pickup", order.pickup.lat, order.pickup.long, label, "tear", urgent)
         .addTo(pins);
       points.push([order.pickup.lat, order.pickup.long]);
     });
@@ -67,8 +70,7 @@
     }
     status.textContent =
       "Map as of " + new Date(board.at).toLocaleTimeString() + ": " + board.waiting +
-      " waiting, " + board.online + " online. It refreshes every " + data.refresh_seconds +
-      " s; reload the page for the tables.";
+      " waiting, " + board.online + " online (it follows by itself; reload the page for the tables).";
   }
 
   function refresh() {

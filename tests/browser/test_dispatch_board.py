@@ -1,0 +1,85 @@
+"""The dispatch board in a real browser (docs/operator.md "Dispatch board", issue 32 item 3):
+an operator opens it, sees the map with the waiting order's pickup and the courier online as
+pins, the map refreshes itself, passes axe, and the operator gives the order to the courier
+by hand. The screenshot of docs/operator.md is taken here (only with DOCS_SCREENSHOTS=1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from playwright.sync_api import expect
+
+import console.dispatch
+from couriers.services import provision_courier
+from orders.models import Drop, DropStatus, WindowStatus
+from tests.browser.axe import assert_accessible
+from tests.browser.helpers import admin_log_in
+from tests.courier_app.conftest import PASSWORD
+from tests.dispatch.conftest import FAR, NEAR, live_order, online_at
+from tests.fixtures import Api
+from tests.reliability.batch_hold import open_all_day
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DOCS = Path(django_settings.BASE_DIR) / "docs" / "operator"
+
+
+def test_an_operator_sees_the_board_and_assigns_an_order_by_hand(
+    make_tenant, operator, page, screenshot, settings, monkeypatch
+):
+    settings.TRACKING_TILE_URL = ""  # no tiles: the test never calls out
+    monkeypatch.setattr(console.dispatch, "REFRESH_SECONDS", 1)
+    open_all_day()  # the live server runs on the real clock
+    shop = make_tenant(name="Lotus Bakery", live_balance="100.00")
+    urgent = live_order(Api(), shop)
+    Drop.objects.filter(order=urgent).update(window_status=WindowStatus.AT_RISK)
+    later = live_order(Api(), shop)
+    dara = provision_courier(
+        name="Dara Sok", phone="+85512340001", vehicle="motorbike", password=PASSWORD
+    )
+    sophea = provision_courier(
+        name="Sophea Chan", phone="+85512340002", vehicle="motorbike", password=PASSWORD
+    )
+    online_at(dara, NEAR)
+    online_at(sophea, FAR)
+    admin_log_in(page)
+
+    page.get_by_test_id("index-dispatch-board").click()
+    expect(page.get_by_role("heading", name="Dispatch board")).to_be_visible()
+    board_map = page.get_by_test_id("board-map")
+    expect(board_map).to_have_attribute("data-ready", "true")
+    expect(board_map.locator(".board-pin-risk")).to_have_count(1)
+    expect(board_map.locator(".board-pin-pickup")).to_have_count(1)
+    expect(board_map.locator(".board-pin-free")).to_have_count(2)
+    expect(board_map).to_have_attribute("data-refreshed", "2", timeout=10_000)  # by itself
+    rows = page.get_by_test_id("waiting-order")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_id(f"order-{urgent.pk}")  # at risk: first
+    expect(rows.first.get_by_test_id("at-risk")).to_be_visible()
+    assert_accessible(page, exclude=[".breadcrumbs"])  # Django admin's own, on every page
+    if os.environ.get("DOCS_SCREENSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS / "dispatch-board.png"), full_page=True)
+    screenshot(page, "dispatch-board")
+
+    select = rows.first.get_by_label(f"Courier for {urgent.pickup_name}")
+    expect(select.locator("option").first).to_have_text("Dara Sok: 0.6 km")
+    select.select_option(label="Sophea Chan: 5.6 km")
+    rows.first.get_by_role("button", name="Assign").click()
+
+    expect(page.get_by_text("2 drop(s) assigned to Sophea Chan.")).to_be_visible()
+    assert set(Drop.objects.filter(order=urgent).values_list("status", flat=True)) == {
+        DropStatus.ASSIGNED
+    }
+    urgent.refresh_from_db()
+    assert urgent.driver_id == sophea.pk
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_id(f"order-{later.pk}")
+    expect(page.get_by_test_id("board-courier").filter(has_text="Sophea Chan")).to_contain_text(
+        "on a route"
+    )
+    expect(board_map.locator(".board-pin-on_route")).to_have_count(1)
+    screenshot(page, "dispatch-board-assigned")
