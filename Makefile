@@ -9,7 +9,7 @@ PORT ?= 8000
 # Where links handed out (tracking pages, photos) point: this run's own address by default.
 BASE_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: run test bench cluster-test lint format setup browser-deps test-deps clean
+.PHONY: run test bench cluster-test ha-test lint format setup browser-deps test-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ bench: $(STAMP)
 ## locust load for 90 s while parts are killed and restarted; prints figures and invariants.
 cluster-test: $(STAMP)
 	$(PY) bench/cluster.py
+
+## make ha-test: a pg_auto_failover formation (monitor, primary, synchronous standby, async
+## replica; installed from Debian if missing), the apps and workers on a multi-host URL,
+## 60 s of the cluster load while the primary is killed -9 twice; figures and invariants.
+ha-test: $(STAMP)
+	$(PY) bench/ha.py
 
 browser-deps:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)

@@ -1,0 +1,353 @@
+"""Lose the primary, lose nothing: the service on a replicated PostgreSQL (issue 33).
+
+    .venv/bin/python bench/ha.py            # make ha-test: 60 s of load, the primary killed twice
+    .venv/bin/python bench/ha.py --short    # 25 s, killed once
+
+Everything on loopback (bench/hapg.py, pg_auto_failover from Debian, installed if missing):
+a monitor and three nodes, a primary, a synchronous standby and an asynchronous replica
+that is never promoted. The app connects with a libpq multi-host URL and
+target_session_attrs=read-write, so two gunicorn instances (behind HAProxy, as in
+bench/cluster.py) and two `db_worker`s reach whichever node is primary, without a restart.
+The mixed integrator load of `make cluster-test` (bench/locustfile.py) runs while this
+script kills -9 the primary (its postmaster and its pg_autoctl: the host dies), waits for
+the standby to be promoted and the first write to pass, then restarts the lost node's
+pg_autoctl, which rejoins as a standby; and once more (--short: once).
+
+Invariants, checked and printed: every batch answered 200 is in the database with its
+drops and its ledger entry; no batch twice per Idempotency-Key; wallets equal their ledger
+and never negative; every event delivered; no 5xx but the documented 503. Figures: each
+failover's time (kill to the first write through the multi-host URL) and its rejoin, the
+503s answered, replica lag p50/p99 of each standby, throughput. Exit 0 when every invariant
+holds. Nothing is left running, on success, failure or Ctrl-C. docs/scaling.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import secrets
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import cluster as clustered  # noqa: E402
+from bench.bulk import DB_NAME, HOST, SEED_SNIPPET, BenchError, Gunicorn, manage  # noqa: E402
+from bench.cluster import Cluster, Phase, check_invariants, figures, run_locust  # noqa: E402
+from bench.hapg import Formation  # noqa: E402
+from bench.hapg import install_missing as install_pg_auto_failover  # noqa: E402
+from tests.webhook_receiver import WebhookReceiver  # noqa: E402
+
+STANDBY_STATES = ("secondary",)
+PRIMARY_STATES = ("primary", "wait_primary", "single")
+
+
+class HaCluster(Cluster):
+    """bench/cluster.py's cluster, its database a pg_auto_failover formation: no PgBouncer
+    (a pooler pinned to one node would not follow the primary) and no Redis."""
+
+    def __init__(self, cleanup: contextlib.ExitStack, short: bool) -> None:
+        self.short = short
+        clustered.install_missing()  # HAProxy
+        install_pg_auto_failover()
+        self.workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ha-")))
+        self.formation = Formation()
+        cleanup.callback(self.formation.stop)  # registered first, so it runs last
+        print("starting the monitor and three nodes ...", flush=True)
+        started = time.monotonic()
+        self.formation.start_monitor()
+        primary = self.formation.add_node()
+        self.formation.wait_state(primary, ("single",))
+        standbys = [self.formation.add_node(), self.formation.add_node(sync=False)]
+        for node in standbys:
+            self.formation.wait_state(node, STANDBY_STATES)
+        self.formation.wait_state(primary, ("primary",))
+        self.setup_seconds = time.monotonic() - started
+        with psycopg.connect(self.formation.url("postgres"), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {DB_NAME}")
+        self.env = self._environment()
+        self.db = self.connect()
+        cleanup.callback(lambda: self.db.close())
+        print("migrating and seeding through the primary ...", flush=True)
+        manage(self.env, "migrate", "--noinput", "-v0")
+        manage(self.env, "seed_demo")
+        manage(self.env, "shell", "-c", SEED_SNIPPET)
+        self.receiver = WebhookReceiver()
+        cleanup.callback(self.receiver.stop)
+        self.apps = [Gunicorn(self.env, 2, self.workdir / f"app{i}.log") for i in range(2)]
+        for app in self.apps:
+            cleanup.callback(app.stop)
+            app.start()
+        self.balancer = clustered.haproxy(self.workdir, [app.port for app in self.apps])
+        cleanup.callback(self.balancer.stop)
+        self.balancer.start()
+        clustered.wait_port(self.balancer.port, "haproxy")
+        self.tenants = self._provision()
+        self.workers = []
+        cleanup.callback(lambda: [w.stop() for w in self.workers])
+        for _ in range(2):
+            self.start_worker()
+        print(
+            f"formation up in {self.setup_seconds:.1f} s: {self.formation.url(DB_NAME)}; apps "
+            f":{self.apps[0].port} :{self.apps[1].port}, HAProxy :{self.balancer.port}, "
+            f"2 workers, receiver {self.receiver.url()}",
+            flush=True,
+        )
+
+    def _environment(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            # Every node listed; libpq tries them in turn and keeps the one taking writes.
+            "DATABASE_URL": self.formation.url(DB_NAME, connect_timeout="2"),
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "DEBUG": "false",
+            "ALLOWED_HOSTS": HOST,
+            "SECURE_SSL_REDIRECT": "false",
+            "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+            "WEBHOOK_RETRY_SCHEDULE": "1,2,5,10,30",
+            "RATE_LIMIT_DEFAULT": f"{clustered.RATE_LIMIT}/minute",
+            "RATE_LIMIT_BULK": f"{clustered.BULK_RATE_LIMIT}/minute",
+            "CONN_MAX_AGE": "60",
+            "LOG_LEVEL": "INFO",
+        }
+
+    def connect(self, dbname: str = DB_NAME) -> psycopg.Connection:
+        return psycopg.connect(self.formation.url(dbname, connect_timeout="2"), autocommit=True)
+
+    def reconnect(self) -> None:
+        """The checks' own connection, to the primary of now."""
+        with contextlib.suppress(psycopg.Error):
+            self.db.close()
+        self.db = self.connect()
+
+    def cpu_by_component(self) -> dict[str, float]:
+        return {}
+
+
+# --------------------------------------------------------------------------- faults
+
+
+class Failovers:
+    """Kills the primary at the given moments of the load and measures each failover."""
+
+    def __init__(self, cluster: HaCluster, seconds: float, fractions: list[float]) -> None:
+        self.cluster, self.seconds, self.fractions = cluster, seconds, fractions
+        self.log: list[str] = []
+        self.runs: list[dict] = []
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Failovers:
+        self.started = time.time()
+        self.thread.start()
+        return self
+
+    def note(self, text: str) -> None:
+        self.log.append(f"{time.time() - self.started:6.1f} s  {text}")
+        print(f"  fault: {self.log[-1]}", flush=True)
+
+    def _run(self) -> None:
+        try:
+            for fraction in self.fractions:
+                time.sleep(max(0.0, self.started + fraction * self.seconds - time.time()))
+                self.runs.append(self.kill_primary())
+        except Exception as exc:  # reported as a failed invariant, not lost in a thread
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.note(f"failover run stopped: {self.error}")
+
+    def kill_primary(self) -> dict:
+        formation = self.cluster.formation
+        victim = formation.primary()
+        if victim is None:
+            raise BenchError(f"no primary to kill: {formation.states()}")
+        self.note(f"kill -9 the primary {victim.name} (postmaster {victim.postmaster_pid()})")
+        killed = time.monotonic()
+        formation.kill(victim)
+        written = first_write(self.cluster, timeout=120)
+        promoted = formation.primary()
+        self.note(
+            f"first write after {written - killed:.1f} s, on {promoted.name if promoted else '?'}"
+        )
+        formation.start_node(victim)
+        formation.wait_state(victim, STANDBY_STATES, timeout=120)
+        rejoined = time.monotonic()
+        self.note(f"{victim.name} rejoined as a standby ({rejoined - killed:.1f} s after the kill)")
+        return {
+            "killed": victim.name,
+            "promoted": promoted.name if promoted else None,
+            "failover_s": written - killed,
+            "rejoin_s": rejoined - killed,
+        }
+
+
+def first_write(cluster: HaCluster, timeout: float) -> float:
+    """When a write first commits through the apps' multi-host URL (a probe table in the
+    `postgres` database, not the app's)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psycopg.Error), cluster.connect("postgres") as db:
+            db.execute("CREATE TABLE IF NOT EXISTS ha_probe (at timestamptz)")
+            db.execute("INSERT INTO ha_probe VALUES (now())")
+            return time.monotonic()
+        time.sleep(0.1)
+    raise BenchError(f"no write passed {timeout:.0f} s after the kill")
+
+
+class LagSampler:
+    """pg_stat_replication on the primary of the moment, twice a second: each standby's
+    replay lag (seconds; none reported means caught up) and its distance in bytes."""
+
+    def __init__(self, cluster: HaCluster) -> None:
+        self.cluster = cluster
+        self.samples: dict[str, list[tuple[float, int]]] = {"quorum": [], "async": []}
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stopping.wait(0.5):
+            with contextlib.suppress(psycopg.Error):
+                with self.cluster.connect("postgres") as db:
+                    rows = db.execute(
+                        """SELECT sync_state, coalesce(extract(epoch FROM replay_lag), 0),
+                                  pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)
+                           FROM pg_stat_replication"""
+                    ).fetchall()
+                for state, lag, distance in rows:
+                    kind = "async" if state == "async" else "quorum"
+                    self.samples[kind].append((float(lag), int(distance or 0)))
+
+    def summary(self) -> list[str]:
+        lines = []
+        for kind, label in (("quorum", "synchronous standby"), ("async", "asynchronous replica")):
+            samples = self.samples[kind]
+            if len(samples) < 2:
+                lines.append(f"  {label}: {len(samples)} samples")
+                continue
+            lags = statistics.quantiles([s[0] for s in samples], n=100)
+            distances = statistics.quantiles([s[1] for s in samples], n=100)
+            lines.append(
+                f"  {label}: replay lag p50 {lags[49] * 1000:.0f} ms, p99 {lags[98] * 1000:.0f}"
+                f" ms; behind by p50 {distances[49] / 1024:.0f} KiB, p99"
+                f" {distances[98] / 1024:.0f} KiB ({len(samples)} samples)"
+            )
+        return lines
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_ha(cluster: HaCluster, phase: Phase, failovers: Failovers) -> list[tuple[str, bool, str]]:
+    """What a failover must keep, beyond bench/cluster.py's invariants."""
+    batch_ids = sorted({b for ids in phase.records["keys"].values() for b in ids})
+    rows = cluster.db.execute(
+        """SELECT b.id::text, b.accepted,
+                  (SELECT count(*) FROM billing_ledgerentry l WHERE l.batch_id = b.id)
+           FROM orders_batch b WHERE b.id = ANY(%s::uuid[])""",
+        (batch_ids,),
+    ).fetchall()
+    unbilled = [row[0] for row in rows if row[1] > 0 and row[2] == 0]
+    results = [
+        (
+            "every batch answered 200 is stored, with its ledger entry",
+            len(rows) == len(batch_ids) and not unbilled,
+            f"{len(batch_ids)} batch ids answered 200, {len(rows)} in the database after the "
+            f"failovers, {len(unbilled)} with accepted drops and no ledger entry",
+        )
+    ]
+    states = cluster.formation.states()
+    primaries = [name for name, (reported, _) in states.items() if reported in PRIMARY_STATES]
+    results.append(
+        (
+            f"{len(failovers.fractions)} failover(s), the lost nodes back as standbys",
+            failovers.error is None
+            and len(failovers.runs) == len(failovers.fractions)
+            and len(primaries) == 1,
+            f"{len(failovers.runs)} done; one primary at the end: {primaries}; states {states}"
+            + (f"; error: {failovers.error}" if failovers.error else ""),
+        )
+    )
+    return results
+
+
+def wait_delivered(cluster: HaCluster, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pending = cluster.db.execute(
+            "SELECT count(*) FROM events_delivery WHERE status = 'PENDING'"
+        ).fetchone()[0]
+        if pending == 0:
+            return
+        time.sleep(1)
+
+
+def report(cluster: HaCluster, phase: Phase, failovers: Failovers, lag: LagSampler) -> None:
+    print("\n=== figures ===")
+    print(f"formation (monitor + 3 nodes) up in {cluster.setup_seconds:.1f} s")
+    print("\n".join(figures(phase, cluster)))
+    codes: Counter[int] = Counter()
+    for name, n in phase.records["statuses"].items():
+        codes[int(name.rsplit(" ", 1)[1])] += n
+    for run in failovers.runs:
+        print(
+            f"failover: {run['killed']} killed, {run['promoted']} promoted; first write after "
+            f"{run['failover_s']:.1f} s; {run['killed']} back as a standby after "
+            f"{run['rejoin_s']:.1f} s"
+        )
+    print(
+        f"requests refused during the switches: {codes[503]} answered 503 (retried with the "
+        f"same key), {codes[0]} connections dropped, of {sum(codes.values())} answers"
+    )
+    print("replica lag under the load:")
+    print("\n".join(lag.summary()))
+    print("=== faults ===")
+    print("\n".join(failovers.log))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--short", action="store_true", help="25 s, the primary killed once")
+    parser.add_argument("--seconds", type=int, default=60, help="the loaded phase")
+    parser.add_argument("--users", type=int, default=16)
+    args = parser.parse_args(argv)
+    seconds = 25 if args.short else args.seconds
+    fractions = [0.3] if args.short else [0.2, 0.6]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    with contextlib.ExitStack() as cleanup:
+        cluster = HaCluster(cleanup, short=args.short)
+        lag = LagSampler(cluster)
+        lag.thread.start()
+        cleanup.callback(lag.stopping.set)
+        phase = Phase("two instances, primary killed", seconds, 2)
+        failovers = Failovers(cluster, seconds, fractions).start()
+        run_locust(phase, cluster, f"http://{HOST}:{cluster.balancer.port}", args.users)
+        failovers.thread.join(timeout=300)
+        lag.stopping.set()
+        cluster.reconnect()
+        print("load done; waiting for every webhook to be delivered ...", flush=True)
+        wait_delivered(cluster, 120)
+        results = check_invariants(cluster, [phase]) + check_ha(cluster, phase, failovers)
+        report(cluster, phase, failovers, lag)
+        print("=== invariants ===")
+        for name, ok, detail in results:
+            print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}")
+        print(f"(whole run {time.monotonic() - started:.0f} s)")
+        return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as exc:
+        print(f"\nHA RUN FAILED: {exc}", file=sys.stderr)
+        sys.exit(1)
