@@ -51,6 +51,8 @@ def accept_offer(*, courier: Driver, offer_id: UUID) -> Offer:
     now = timezone.now()
     if offer.status != OfferStatus.OFFERED or offer.expires_at <= now:
         raise OfferGone("This offer is no longer open: it expired or was answered.")
+    if not _free_for(courier, offer.order_id):  # given another order by hand meanwhile
+        raise OfferGone("You already carry another order: finish it first.")
     pending = Drop.objects.filter(order_id=offer.order_id, status=DropStatus.PENDING)
     result = apply_moves(
         drop_ids=list(pending.values_list("pk", flat=True)),
@@ -80,6 +82,15 @@ def decline_offer(*, courier: Driver, offer_id: UUID) -> Offer:
     return offer
 
 
+def _free_for(courier: Driver, order_id: UUID) -> bool:
+    """Whether the courier holds no route but this order's, read under the courier's row
+    lock: two assignments of one courier (an accept, an operator) take turns here, and the
+    second sees the first's route."""
+    Driver.objects.select_for_update().filter(pk=courier.pk).values_list("pk").first()
+    held = Order.objects.filter(ORDER_STILL_TO_CARRY, driver=courier).exclude(pk=order_id)
+    return not held.exists()
+
+
 def set_availability(*, courier: Driver, online: bool) -> bool:
     """Go online or offline (couriers.services.set_online); going offline declines the open
     offer, so the order goes to someone who is there instead of waiting out its time."""
@@ -94,18 +105,24 @@ def set_availability(*, courier: Driver, online: bool) -> bool:
 def assign_by_hand(*, order: Order, courier: Driver, actor: str) -> MoveResult:
     """An operator gives the order's waiting drops to a courier (the dispatch board): an
     open offer of it is withdrawn first. Raises DriverRefused for a courier who may not
-    take it (inactive; the sandbox test driver on a live order; one already on a route)."""
+    take it (inactive; the sandbox test driver on a live order; another vehicle; one
+    already on a route)."""
     drop_ids = list(
         Drop.objects.filter(order=order, status=DropStatus.PENDING).values_list("pk", flat=True)
     )
     check_driver_for(drop_ids=drop_ids, driver=courier)
-    on_route = Order.objects.filter(ORDER_STILL_TO_CARRY, driver=courier).exclude(pk=order.pk)
-    if on_route.exists():
-        raise DriverRefused(f"{courier} is on a route: assign someone free. Nothing changed.")
+    if courier.vehicle != order.vehicle:
+        raise DriverRefused(
+            f"{courier} rides a {courier.vehicle}; this order needs a {order.vehicle}. "
+            "Nothing changed."
+        )
     now = timezone.now()
+    # Offers first, then the courier's row, as an accept takes them: the two never deadlock.
     Offer.objects.filter(order=order, status=OfferStatus.OFFERED).update(
         status=OfferStatus.WITHDRAWN, answered_at=now
     )
+    if not _free_for(courier, order.pk):
+        raise DriverRefused(f"{courier} is on a route: assign someone free. Nothing changed.")
     return apply_moves(
         drop_ids=drop_ids, steps=single_step(DropStatus.ASSIGNED), actor=actor, driver=courier
     )

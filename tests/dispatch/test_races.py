@@ -228,3 +228,57 @@ def test_two_couriers_accepting_at_once_one_wins(api, shop, courier_near):
     order.refresh_from_db()
     assert order.driver_id == sophea.pk
     assert connection.vendor == "postgresql"
+
+
+def test_two_hand_assignments_of_one_courier_at_once_give_them_one_route(
+    api, shop, courier_near
+):
+    from dispatch.offers import assign_by_hand
+    from tracking.services import DriverRefused
+
+    dara, _ = courier_near(NEAR, "Dara")
+    for _ in range(5):
+        first, second = live_order(api, shop), live_order(api, shop)
+        outcomes = together(
+            lambda: assign_by_hand(order=first, courier=dara, actor="op 1"),
+            lambda: assign_by_hand(order=second, courier=dara, actor="op 2"),
+        )
+        kinds = sorted(kind for kind, _ in outcomes)
+        assert kinds == ["ok", "raised"], outcomes
+        refused = next(value for kind, value in outcomes if kind == "raised")
+        assert isinstance(refused, DriverRefused) and "on a route" in str(refused)
+        held = Order.objects.filter(driver=dara, pk__in=[first.pk, second.pk])
+        assert held.count() == 1
+        cancel_drops_as_operator(
+            drop_ids=list(Drop.objects.filter(order__driver=dara).values_list("pk", flat=True)),
+            actor="op",
+        )  # free dara for the next round
+        Order.objects.filter(pk__in=[first.pk, second.pk]).update(dispatch_closed=True)
+
+
+def test_an_offer_cannot_be_accepted_by_a_courier_given_a_route_by_hand_meanwhile(
+    api, shop, courier_near
+):
+    from dispatch.offers import assign_by_hand
+
+    dara, client = courier_near(NEAR, "Dara")
+    offered = live_order(api, shop)
+    dispatch_waiting()
+    offer = Offer.objects.get(order=offered, courier=dara)
+    by_hand = live_order(api, shop)
+    assign_by_hand(order=by_hand, courier=dara, actor="op")
+    answer = client.post(f"/offers/{offer.pk}/accept", {})
+    assert answer.status_code == 409 and answer.json()["error"]["code"] == "OFFER_GONE"
+    offered.refresh_from_db()
+    assert offered.driver_id is None
+
+
+def test_a_hand_assignment_refuses_another_vehicle(api, shop, courier_near):
+    from dispatch.offers import assign_by_hand
+    from tracking.services import DriverRefused
+
+    car, _ = courier_near(NEAR, "Car", vehicle="car")
+    order = live_order(api, shop)  # a motorbike order
+    with pytest.raises(DriverRefused, match="this order needs a motorbike"):
+        assign_by_hand(order=order, courier=car, actor="op")
+    assert set(order.drops.values_list("status", flat=True)) == {S.PENDING}
