@@ -240,8 +240,8 @@ def test_two_hand_assignments_of_one_courier_at_once_give_them_one_route(
     for _ in range(5):
         first, second = live_order(api, shop), live_order(api, shop)
         outcomes = together(
-            lambda: assign_by_hand(order=first, courier=dara, actor="op 1"),
-            lambda: assign_by_hand(order=second, courier=dara, actor="op 2"),
+            lambda o=first: assign_by_hand(order=o, courier=dara, actor="op 1"),
+            lambda o=second: assign_by_hand(order=o, courier=dara, actor="op 2"),
         )
         kinds = sorted(kind for kind, _ in outcomes)
         assert kinds == ["ok", "raised"], outcomes
