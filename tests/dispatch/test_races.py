@@ -230,9 +230,7 @@ def test_two_couriers_accepting_at_once_one_wins(api, shop, courier_near):
     assert connection.vendor == "postgresql"
 
 
-def test_two_hand_assignments_of_one_courier_at_once_give_them_one_route(
-    api, shop, courier_near
-):
+def test_two_hand_assignments_of_one_courier_at_once_give_them_one_route(api, shop, courier_near):
     from dispatch.offers import assign_by_hand
     from tracking.services import DriverRefused
 
