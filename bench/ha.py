@@ -72,6 +72,8 @@ class HaCluster(Cluster):
         for node in standbys:
             self.formation.wait_state(node, STANDBY_STATES)
         self.formation.wait_state(primary, ("primary",))
+        for node in self.formation.nodes:
+            self.formation.tune(node)
         self.setup_seconds = time.monotonic() - started
         with psycopg.connect(self.formation.url("postgres"), autocommit=True) as admin:
             admin.execute(f"CREATE DATABASE {DB_NAME}")
@@ -173,32 +175,30 @@ class Failovers:
         self.note(f"kill -9 the primary {victim.name} (postmaster {victim.postmaster_pid()})")
         killed = time.monotonic()
         formation.kill(victim)
-        written = first_write(self.cluster, timeout=120)
-        promoted = formation.primary()
-        self.note(
-            f"first write after {written - killed:.1f} s, on {promoted.name if promoted else '?'}"
-        )
+        written, port = first_write(self.cluster, timeout=120)
+        promoted = next(node for node in formation.nodes if node.port == port)
+        self.note(f"first write after {written - killed:.1f} s, on {promoted.name}")
         formation.start_node(victim)
         formation.wait_state(victim, STANDBY_STATES, timeout=120)
         rejoined = time.monotonic()
         self.note(f"{victim.name} rejoined as a standby ({rejoined - killed:.1f} s after the kill)")
         return {
             "killed": victim.name,
-            "promoted": promoted.name if promoted else None,
+            "promoted": promoted.name,
             "failover_s": written - killed,
             "rejoin_s": rejoined - killed,
         }
 
 
-def first_write(cluster: HaCluster, timeout: float) -> float:
+def first_write(cluster: HaCluster, timeout: float) -> tuple[float, int]:
     """When a write first commits through the apps' multi-host URL (a probe table in the
-    `postgres` database, not the app's)."""
+    `postgres` database, not the app's), and the port of the node that took it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(psycopg.Error), cluster.connect("postgres") as db:
             db.execute("CREATE TABLE IF NOT EXISTS ha_probe (at timestamptz)")
             db.execute("INSERT INTO ha_probe VALUES (now())")
-            return time.monotonic()
+            return time.monotonic(), db.execute("SELECT inet_server_port()").fetchone()[0]
         time.sleep(0.1)
     raise BenchError(f"no write passed {timeout:.0f} s after the kill")
 

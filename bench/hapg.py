@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psycopg
 
+from bench.bulk import BenchError
 from tests.pgcluster import _bindir, _free_port
 
 HOST = "127.0.0.1"
@@ -43,7 +44,7 @@ MONITOR_SETTINGS = {
 NETWORK_PARTITION_TIMEOUT = "3"  # seconds; the keepers' default is 20
 
 
-class FormationError(RuntimeError):
+class FormationError(BenchError):
     pass
 
 
@@ -108,7 +109,12 @@ class Formation:
             )  # fmt: skip
 
     def ctl(self, *args: str) -> str:
-        done = subprocess.run(self._command(*args), capture_output=True, text=True, check=False)
+        # Its own session: `config set` signals the keeper to reload, and a keeper not yet
+        # up must not turn that into a signal to our process group.
+        done = subprocess.run(
+            self._command(*args), capture_output=True, text=True, check=False,
+            start_new_session=True,
+        )  # fmt: skip
         if done.returncode != 0:
             raise FormationError(f"pg_autoctl {' '.join(args)}: {done.stdout}{done.stderr}")
         return done.stdout
@@ -146,12 +152,22 @@ class Formation:
         node = Node(name, _free_port(), self.root / name, options)
         self.nodes.append(node)
         self.start_node(node, create=True)
-        self._wait(lambda: (node.pgdata / "postmaster.pid").exists(), 60, f"{node.name} up")
-        self.ctl(
-            "config", "set", "--pgdata", str(node.pgdata),
-            "timeout.network_partition_timeout", NETWORK_PARTITION_TIMEOUT,
-        )  # fmt: skip
         return node
+
+    def tune(self, node: Node) -> None:
+        """The keeper's partition timeout (docs/decisions.md), once the node runs: set in its
+        configuration file, and the keeper told to reload it."""
+        for attempt in range(5):
+            try:
+                self.ctl(
+                    "config", "set", "--pgdata", str(node.pgdata),
+                    "timeout.network_partition_timeout", NETWORK_PARTITION_TIMEOUT,
+                )  # fmt: skip
+                return
+            except FormationError:
+                if attempt == 4:
+                    raise
+                time.sleep(1)
 
     def start_node(self, node: Node, create: bool = False) -> None:
         if create:
