@@ -19,6 +19,29 @@ def pytest_configure(config):
     shutil.rmtree(_screenshots(), ignore_errors=True)
 
 
+# The suite's longest files (each over ~40 s of one worker: `--durations` of a full run).
+# Run first, so that `--dist loadfile` spreads the short files around them instead of
+# leaving one worker alone on a long file at the end.
+LONGEST_FIRST = (
+    "tests/reliability/test_cluster_short.py",
+    "tests/devserver/test_make_run.py",
+    "tests/config/test_gunicorn_static.py",
+    "tests/events/test_worker_deliveries.py",
+    "tests/tracking/test_tracking_tokens.py",
+    "tests/events/test_webhook_fairness.py",
+    "tests/tracking/test_listing_concurrency.py",
+    "tests/orders/test_bounded_sizes.py",
+    "tests/reliability/test_database_outage.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first, in the order above; the rest as collected (a stable sort:
+    every xdist worker collects the same order, as it must)."""
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 def pytest_terminal_summary(terminalreporter, config):
     if not config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
         return
