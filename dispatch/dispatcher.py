@@ -39,7 +39,7 @@ from accounts.models import Environment
 from couriers.models import CourierPosition
 from couriers.selectors import ORDER_STILL_TO_CARRY
 from dispatch.models import Offer, OfferStatus
-from geo.geometry import EARTH_RADIUS_KM
+from geo.geometry import DistancesFrom
 from orders.models import Driver, Drop, DropStatus, Order, WindowStatus
 from orders.stops import sequence_orders
 
@@ -226,15 +226,15 @@ def match(
         if courier_id in index_of:
             tried_by[order_id].append(index_of[courier_id])
     vehicles = np.array([row[1] for row in couriers])
-    lats = np.radians(np.array([row[2] for row in couriers], dtype=float))
-    longs = np.radians(np.array([row[3] for row in couriers], dtype=float))
+    lats = np.array([row[2] for row in couriers], dtype=float)
+    longs = np.array([row[3] for row in couriers], dtype=float)
     free = np.ones(len(ids), dtype=bool)
     expires = now + timedelta(seconds=settings.OFFER_SECONDS)
     offers = []
     for order in waiting:
         usable = free & (vehicles == order.vehicle)
         usable[tried_by.get(order.order_id, [])] = False
-        km = _km_to(order.lat, order.long, lats, longs)
+        km = DistancesFrom(order.lat, order.long).km_to_many(lats, longs)
         usable &= km <= settings.DISPATCH_RADIUS_KM
         if not usable.any():
             continue
@@ -250,9 +250,3 @@ def match(
             )
         )
     return offers
-
-
-def _km_to(lat: float, long: float, lats: np.ndarray, longs: np.ndarray) -> np.ndarray:
-    p1, l1 = math.radians(lat), math.radians(long)
-    a = np.sin((lats - p1) / 2) ** 2 + math.cos(p1) * np.cos(lats) * np.sin((longs - l1) / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(a)))

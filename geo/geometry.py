@@ -65,3 +65,11 @@ class DistancesFrom:
         dp, dl = p2 - self.p1, math.radians(long - self.long1)
         a = math.sin(dp / 2) ** 2 + self.cos_p1 * math.cos(p2) * math.sin(dl / 2) ** 2
         return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
+
+    def km_to_many(self, lats: np.ndarray, longs: np.ndarray) -> np.ndarray:
+        """km() for arrays of points at once (degrees), by numpy: the dispatcher's distances
+        from one pickup to every candidate courier (dispatch/dispatcher.py)."""
+        p2 = np.radians(lats)
+        dl = np.radians(longs - self.long1)
+        a = np.sin((p2 - self.p1) / 2) ** 2 + self.cos_p1 * np.cos(p2) * np.sin(dl / 2) ** 2
+        return 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(a)))

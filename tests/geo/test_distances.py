@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from geo.geometry import EARTH_RADIUS_KM, DistancesFrom, haversine_km
@@ -38,3 +39,13 @@ def test_distances_from_one_point_are_the_textbook_formula_to_the_last_bit():
             expected = textbook_haversine_km(lat, long, *there)
             assert origin.km(*there) == expected
             assert haversine_km(lat, long, *there) == expected
+
+
+def test_distances_to_many_points_at_once_are_the_one_off_distances():
+    here = DistancesFrom(11.5564, 104.9282)
+    lats = np.array([11.5564, 11.60, 11.50, -33.87, 11.5564])
+    longs = np.array([104.9282, 104.93, 104.85, 151.21, 104.9282 + 180])
+    many = here.km_to_many(lats, longs)
+    one_off = [here.km(lat, long) for lat, long in zip(lats, longs, strict=True)]
+    assert np.allclose(many, one_off, rtol=0, atol=1e-9)
+    assert many[0] == 0 and many[3] > 6000
