@@ -23,17 +23,16 @@ from django.utils import timezone
 
 from accounts.models import Environment
 from couriers.selectors import ORDER_STILL_TO_CARRY
+from dispatch.dispatcher import AT_RISK
 from dispatch.models import Offer, OfferStatus
 from geo.geometry import DistancesFrom
-from orders.models import Driver, Drop, DropStatus, Order, WindowStatus
+from orders.models import Driver, Drop, DropStatus, Order
 
 # The page and its data view show at most this many of each; past it they say how many wait.
 MAX_ORDERS = 200
 MAX_COURIERS = 500
 # The hand-assignment menu of an order lists its nearest eligible couriers, at most this many.
 MAX_CHOICES = 15
-# As the dispatcher ranks them (dispatch/dispatcher.waiting_of): a missed window is at risk too.
-AT_RISK = (WindowStatus.AT_RISK, WindowStatus.MISSED)
 
 
 class CourierState(StrEnum):

@@ -44,6 +44,9 @@ from orders.models import Driver, Drop, DropStatus, Order, WindowStatus
 from orders.stops import sequence_orders
 
 KM_PER_DEGREE = 111.195
+# Served first (and listed first on the board, dispatch/board.py): a drop whose window is at
+# risk, or already missed.
+AT_RISK = (WindowStatus.AT_RISK, WindowStatus.MISSED)
 
 
 @dataclass
@@ -159,7 +162,7 @@ def waiting_of(orders: list[Order]) -> list[Waiting]:
         order_id__in=[o.pk for o in orders], status=DropStatus.PENDING
     ).values_list("order_id", "window_status", "window_end")
     for order_id, window_status, window_end in rows:
-        at_risk = window_status in (WindowStatus.AT_RISK, WindowStatus.MISSED)
+        at_risk = window_status in AT_RISK
         mine = (0 if at_risk else 1, window_end.timestamp() if window_end else math.inf)
         risk[order_id] = min(risk.get(order_id, mine), mine)
     waiting = [
