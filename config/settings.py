@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "couriers",
     "tracking",
     "dispatch",
+    "notifications",
     "courier_app",
     "dashboard",
     "console",
@@ -225,6 +226,14 @@ WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+# The SMTP server of django.core.mail.backends.smtp.EmailBackend (recipients' emails too:
+# docs/notifications.md). Django's defaults: localhost:25, no login, no TLS.
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", default=25, minimum=1)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=False)
 
 # --- The product's own settings (docs/contract.md §4, §7, §8, §10) ---
 # Every number, amount and choice goes through core/strict_env.py: a mistyped value stops the
@@ -347,6 +356,23 @@ WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", default=10.0, abo
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_float("WEBHOOK_CONNECT_TIMEOUT_SECONDS", default=3.0, above=0)
 # Events (and their deliveries) are kept this long; purge_old_events deletes them after.
 EVENT_RETENTION_DAYS = env_int("EVENT_RETENTION_DAYS", default=30, minimum=1)
+
+# Recipient notifications (docs/notifications.md). SMS through a Twilio-compatible API
+# (empty SMS_API_URL: SMS messages fail, "not configured"); email through EMAIL_* above.
+SMS_API_URL = env_url("SMS_API_URL", default="")
+SMS_ACCOUNT_SID = env.str("SMS_ACCOUNT_SID", default="")
+SMS_AUTH_TOKEN = env.str("SMS_AUTH_TOKEN", default="")
+SMS_FROM = env.str("SMS_FROM", default="")
+NOTIFY_FROM_EMAIL = env.str("NOTIFY_FROM_EMAIL", default="notifications@example.com")
+# "Courier nearby": the courier's reported position within this distance of the drop.
+NOTIFY_NEARBY_METERS = env_int("NOTIFY_NEARBY_METERS", default=500, minimum=1)
+# The throttle: at most this many messages to one address per channel in any hour.
+NOTIFY_PER_RECIPIENT_PER_HOUR = env_int("NOTIFY_PER_RECIPIENT_PER_HOUR", default=6, minimum=1)
+# Attempts of a message whose failures surely left it unsent; each send's timeout.
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", default=3, minimum=1)
+NOTIFY_TIMEOUT_SECONDS = env_float("NOTIFY_TIMEOUT_SECONDS", default=10.0, above=0)
+# An event older than this when read calls for no message (news too late to be news).
+NOTIFY_MAX_EVENT_AGE_MINUTES = env_int("NOTIFY_MAX_EVENT_AGE_MINUTES", default=60, minimum=1)
 
 # Background work (docs/contract.md §15): task rows written in the transaction that asks for them,
 # run by `manage.py db_worker` processes (any number, on any number of machines).

@@ -90,8 +90,12 @@ def log_access(request, response, seconds: float, db_seconds: float = 0.0) -> No
     )
 
 
+# The MCP endpoint (agents/views.py) is the API too: a key, JSON answers, the envelope.
+MCP_PATHS = ("/mcp", "/mcp/")
+
+
 def is_api(request) -> bool:
-    return request.path.startswith("/api/")
+    return request.path.startswith("/api/") or request.path in MCP_PATHS
 
 
 class ApiHttpsOnlyMiddleware:

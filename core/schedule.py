@@ -24,6 +24,8 @@ HOUR = timedelta(hours=1)
 SCHEDULE: dict[str, timedelta] = {
     # Live orders waiting for a courier are offered; expired offers pass on (docs/dispatch.md).
     "dispatch.tasks.dispatch_orders": DISPATCH_EVERY,
+    # Recipients' emails and SMS: new events read, due messages sent (docs/notifications.md).
+    "notifications.tasks.notify_recipients": DISPATCH_EVERY,
     # Scheduled drops whose pickup time has come become PENDING.
     "tracking.tasks.dispatch_due_orders": MINUTE,
     # Drops whose ETA has passed their drop-off window's end turn at_risk (order.window_at_risk).

@@ -1,7 +1,7 @@
 """Packages point one way (docs/architecture.md): each imports only the layers below it.
 
 core ← geo ← fleet ← accounts ← events ← billing ← orders ← couriers ← tracking ← dispatch
-← courier_app ← dashboard ← console ← config
+← notifications ← courier_app ← dashboard ← console ← agents ← config
 
 Read from the code's own imports with `ast`, migrations included; tests and benchmarks
 may import anything. Inside a layer too, no two modules import each other, directly or
@@ -27,9 +27,11 @@ LAYERS = [
     "couriers",
     "tracking",
     "dispatch",
+    "notifications",
     "courier_app",
     "dashboard",
     "console",
+    "agents",
 ]
 # The root URLconf, settings and WSGI name every app: that is their job.
 TOP = "config"

@@ -1,0 +1,246 @@
+"""Reading the events of the businesses that opted in, and making the messages they call for.
+
+The same events as the webhooks' (docs/contract.md §11), read after they committed, by a
+periodic job (notifications.tasks.notify_recipients): nothing is added to the requests and
+moves that write them. Each active feed (a business's environment with a template on) keeps
+a cursor; a pass reads every feed's new events in one query, makes the messages in memory,
+inserts them in one statement (a message already made for its drop, kind and channel is
+skipped by the unique constraint) and moves the cursors in one more.
+
+What calls for a message (docs/notifications.md, "Events"):
+- `order.status_changed` to PICKED_UP (dispatched), DELIVERED or FAILED;
+- `order.courier_position` with the courier within NOTIFY_NEARBY_METERS of a drop it carries
+  (nearby): once per drop, the first time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef
+from django_tasks_db.utils import exclusive_transaction
+
+from accounts.models import Business
+from events.models import Event, EventType
+from geo.geometry import haversine_km
+from notifications import texts
+from notifications.models import (
+    Channel,
+    Kind,
+    Message,
+    NotificationFeed,
+    NotificationTemplate,
+)
+from orders.links import tracking_tokens, tracking_url
+from orders.models import Drop, DropStatus
+
+READ_AT_MOST = 1000  # events per pass; the next pass reads on from the cursors
+KIND_OF_STATUS = {
+    DropStatus.PICKED_UP: Kind.DISPATCHED,
+    DropStatus.DELIVERED: Kind.DELIVERED,
+    DropStatus.FAILED: Kind.FAILED,
+}
+_TYPES = (EventType.ORDER_STATUS_CHANGED, EventType.ORDER_COURIER_POSITION)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    seq: int
+    business_id: int
+    environment: str
+    type: str
+    data: dict
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A message one event calls for, before its channels: whom, about what."""
+
+    event_seq: int
+    business_id: int
+    environment: str
+    drop_id: str
+    kind: str
+    recipient_name: str
+    phone: str
+    email: str
+    tracking_url: str
+    eta: str | None  # the ETA's drop-off time, as wire text
+    reference: str
+
+
+def collect(*, now: datetime) -> int:
+    """Read the active feeds' new events and make their messages; how many were made.
+
+    Feeds are taken with SKIP LOCKED, so two passes at once read different feeds, and the
+    unique constraints make a message once whatever runs twice.
+    """
+    with exclusive_transaction():  # on SQLite, which ignores FOR UPDATE: one pass at a time
+        feeds = list(
+            NotificationFeed.objects.select_for_update(skip_locked=True).filter(active=True)
+        )
+        if not feeds:
+            return 0
+        events = _new_events(feeds)
+        oldest = now - timedelta(minutes=settings.NOTIFY_MAX_EVENT_AGE_MINUTES)
+        fresh = [event for event in events if event.created_at >= oldest]
+        messages = _messages(_calls(fresh), now)
+        Message.objects.bulk_create(messages, ignore_conflicts=True)
+        _advance(feeds, events)
+    return len(messages)
+
+
+def _new_events(feeds: list[NotificationFeed]) -> list[_Read]:
+    """The feeds' events after their cursors, of the types that notify, in seq order."""
+    after_cursor = NotificationFeed.objects.filter(
+        pk__in=[feed.pk for feed in feeds],
+        business_id=OuterRef("business_id"),
+        environment=OuterRef("environment"),
+        last_seq__lt=OuterRef("seq"),
+    )
+    rows = (
+        Event.objects.filter(type__in=_TYPES, seq__gt=min(feed.last_seq for feed in feeds))
+        .filter(Exists(after_cursor))
+        .order_by("seq")
+        .values_list("seq", "business_id", "environment", "type", "data", "created_at")
+    )
+    return [_Read(*row) for row in rows[:READ_AT_MOST]]
+
+
+def _advance(feeds: list[NotificationFeed], events: list[_Read]) -> None:
+    """Each feed's cursor to its last event read: in seq order with a limit, every event of
+    a feed up to that one was read."""
+    last = {}
+    for event in events:
+        last[event.business_id, event.environment] = event.seq
+    moved = []
+    for feed in feeds:
+        seq = last.get((feed.business_id, feed.environment))
+        if seq is not None:
+            feed.last_seq = seq
+            moved.append(feed)
+    NotificationFeed.objects.bulk_update(moved, ["last_seq"])
+
+
+def _calls(events: list[_Read]) -> list[Call]:
+    calls = [
+        _status_call(event)
+        for event in events
+        if event.type == EventType.ORDER_STATUS_CHANGED
+        and event.data.get("status") in KIND_OF_STATUS
+    ]
+    positions = [e for e in events if e.type == EventType.ORDER_COURIER_POSITION]
+    return calls + _nearby_calls(positions)
+
+
+def _status_call(event: _Read) -> Call:
+    data = event.data
+    dropoff = data.get("dropoff") or {}
+    return Call(
+        event_seq=event.seq,
+        business_id=event.business_id,
+        environment=event.environment,
+        drop_id=data["drop_id"],
+        kind=KIND_OF_STATUS[data["status"]],
+        recipient_name=dropoff.get("name") or "",
+        phone=dropoff.get("phone") or "",
+        email=dropoff.get("email") or "",
+        tracking_url=data.get("tracking_url") or "",
+        eta=(data.get("eta") or {}).get("dropoff_at"),
+        reference=data.get("client_order_id") or "",
+    )
+
+
+def _nearby_calls(events: list[_Read]) -> list[Call]:
+    """A call per drop on board (PICKED_UP) whose recipient the courier is near; the drops'
+    places are read in one query for all the events."""
+    carried = [
+        (event, drop)
+        for event in events
+        if (event.data.get("courier") or {}).get("position")
+        for drop in event.data.get("drops", ())
+        if drop.get("status") == DropStatus.PICKED_UP
+    ]
+    if not carried:
+        return []
+    ids = sorted({drop["drop_id"] for _, drop in carried})
+    places = {
+        str(pk): row
+        for pk, *row in Drop.objects.filter(pk__in=ids).values_list(
+            "pk", "lat", "long", "recipient_name", "recipient_phone"
+        )
+    }
+    links = dict(zip(ids, tracking_tokens(ids), strict=True))
+    near_km = settings.NOTIFY_NEARBY_METERS / 1000
+    calls = []
+    for event, drop in carried:
+        position, place = event.data["courier"]["position"], places.get(drop["drop_id"])
+        if place is None:
+            continue
+        lat, long, name, phone = place
+        if haversine_km(position["lat"], position["long"], lat, long) > near_km:
+            continue
+        calls.append(
+            Call(
+                event_seq=event.seq,
+                business_id=event.business_id,
+                environment=event.environment,
+                drop_id=drop["drop_id"],
+                kind=Kind.NEARBY,
+                recipient_name=name,
+                phone=phone,
+                email="",
+                tracking_url=tracking_url(links[drop["drop_id"]]),
+                eta=(drop.get("eta") or {}).get("dropoff_at"),
+                reference=drop.get("client_order_id") or "",
+            )
+        )
+    return calls
+
+
+def _messages(calls: list[Call], now: datetime) -> list[Message]:
+    """A message per call and channel the business opted into for its kind, with an address;
+    two queries whatever the numbers (the templates on, the businesses' names)."""
+    if not calls:
+        return []
+    business_ids = {call.business_id for call in calls}
+    templates: dict[tuple, list[NotificationTemplate]] = {}
+    for template in NotificationTemplate.objects.filter(business_id__in=business_ids, enabled=True):
+        key = (template.business_id, template.environment, template.kind)
+        templates.setdefault(key, []).append(template)
+    names = dict(Business.objects.filter(pk__in=business_ids).values_list("pk", "name"))
+    messages = []
+    for call in calls:
+        values = texts.variables(
+            business_name=names.get(call.business_id, ""),
+            recipient_name=call.recipient_name,
+            tracking_url=call.tracking_url,
+            eta=call.eta,
+            reference=call.reference,
+        )
+        for template in templates.get((call.business_id, call.environment, call.kind), ()):
+            to = call.phone if template.channel == Channel.SMS else call.email
+            if not to:
+                continue  # no address on this channel: nothing to send, nothing to log
+            messages.append(_message(call, template, to, values, now))
+    return messages
+
+
+def _message(call: Call, template, to: str, values: dict, now: datetime) -> Message:
+    return Message(
+        business_id=call.business_id,
+        environment=call.environment,
+        event_seq=call.event_seq,
+        drop_id=call.drop_id,
+        client_order_id=call.reference[:100],
+        kind=call.kind,
+        channel=template.channel,
+        to=to[:254],
+        subject=texts.render(template.subject, values)[:200],
+        body=texts.render(template.body, values),
+        created_at=now,
+        next_attempt_at=now,
+    )
