@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
+from agents.views import mcp_endpoint
 from config.api_urls import api_index
 from core.handlers import unknown_path
 from core.health import liveness, readiness
@@ -24,6 +25,9 @@ urlpatterns = [
     re_path(r"^t/(?P<token>[\s\S]*)\Z", tracking_page_view, name="tracking_page"),
     re_path(r"^pod/(?P<signed>[\s\S]*)\Z", delivery_photo_view, name="delivery_photo"),
     path("courier/", include("courier_app.urls")),  # the courier app (docs/couriers.md)
+    # The MCP server for AI agents (docs/agents.md): Streamable HTTP, with or without a slash.
+    path("mcp", mcp_endpoint, name="mcp"),
+    path("mcp/", mcp_endpoint),
     path("", include("dashboard.urls")),
 ]
 

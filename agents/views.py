@@ -1,0 +1,37 @@
+"""POST /mcp: the MCP server's Streamable HTTP endpoint (docs/agents.md).
+
+A DRF view, so that the key is checked as every API call checks it: the same
+authentication and permission classes, the same 401 and 403 in the envelope. MCP's own
+messages (initialize, tools/list) are not counted against the key's rate limit; each
+tool's API call is, as that call (docs/decisions.md, "Issue 35: the MCP server").
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework.views import APIView
+
+from agents.server import serve
+
+# Headers the SDK sets that Django sets itself from the body it sends.
+_OWN_HEADERS = frozenset({"content-length"})
+
+
+@extend_schema(exclude=True)  # an MCP endpoint, described by its tools (docs/agents.md)
+class McpView(APIView):
+    throttle_classes: list = []
+    # Stateless and answered in JSON: no GET stream to open, no session to DELETE, so any
+    # method but POST is a 405 in the envelope, never the SDK's or a page.
+    http_method_names = ["post"]
+
+    def post(self, request) -> HttpResponse:
+        reply = serve(request._request)
+        response = HttpResponse(bytes(reply.body), status=reply.status)
+        for name, value in reply.headers:
+            if name.lower() not in _OWN_HEADERS:
+                response[name] = value
+        return response
+
+
+mcp_endpoint = McpView.as_view()
