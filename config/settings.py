@@ -459,5 +459,10 @@ LOGGING = {
             "LOG_LEVEL", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
         ),
     },
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        # The MCP SDK says INFO at every start and end of the session manager that /mcp
+        # runs per request (agents/server.py); the access log already has the request.
+        "mcp": {"level": "WARNING"},
+    },
 }
