@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import MaxLengthValidator
 
 from accounts.login import RateLimitedLoginMixin
 from accounts.models import ApiKey, Business, Environment
@@ -22,6 +23,9 @@ from events.endpoints import (
 )
 from events.models import EventType
 from events.ssrf import UnsafeUrl
+from notifications.models import Channel as NotificationChannel
+from notifications.texts import SMS_MAX_CHARS, TemplateError
+from notifications.texts import check as check_template
 from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL
 from orders.models import (
     INITIAL_STATUSES,
@@ -414,3 +418,43 @@ def _initial_of(drop: Drop) -> dict[str, Any]:
         "window_end": drop.window_end,
         "undeliverable_action": drop.undeliverable_action,
     }
+
+
+class NotificationTemplateForm(forms.Form):
+    """One (channel, event) of the notifications page: on or off, and its text, whose
+    variables are checked (notifications.texts: an unknown one is this field's error)."""
+
+    enabled = forms.BooleanField(required=False, label="Send it")
+    subject = forms.CharField(required=False, max_length=200, label="Subject")
+    body = forms.CharField(
+        max_length=2000, label="Message", widget=forms.Textarea(attrs={"rows": 4})
+    )
+
+    def __init__(self, *args, channel: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.channel = channel
+        if channel == NotificationChannel.SMS:
+            del self.fields["subject"]
+            self.fields["body"].validators.append(MaxLengthValidator(SMS_MAX_CHARS))
+            self.fields["body"].widget.attrs["maxlength"] = str(SMS_MAX_CHARS)
+
+    def clean_subject(self) -> str:
+        return self._checked(self.cleaned_data["subject"])
+
+    def clean_body(self) -> str:
+        return self._checked(self.cleaned_data["body"])
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        email = self.channel == NotificationChannel.EMAIL
+        if email and cleaned.get("enabled") and not cleaned.get("subject"):
+            self.add_error("subject", "An email needs a subject.")
+        return cleaned
+
+    @staticmethod
+    def _checked(text: str) -> str:
+        try:
+            check_template(text)
+        except TemplateError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return text

@@ -5,7 +5,7 @@ from django.urls import path
 
 from dashboard import webhooks
 from dashboard.uploads import orders_upload, orders_upload_template
-from dashboard.views import access, keys, money, onboarding, orders, sandbox
+from dashboard.views import access, keys, money, notifications, onboarding, orders, sandbox
 
 app_name = "dashboard"
 
@@ -53,6 +53,9 @@ urlpatterns = [
         webhooks.webhook_resend,
         name="webhook_resend",
     ),
+    # Recipient notifications (dashboard/views/notifications.py).
+    path("notifications/", notifications.notifications, name="notifications"),
+    path("notifications/log/", notifications.notification_log, name="notification_log"),
     # Money.
     path("wallet/", money.wallet, name="wallet"),
     path("wallet/sandbox-top-up/", money.sandbox_wallet_top_up, name="sandbox_top_up"),
