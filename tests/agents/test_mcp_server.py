@@ -188,13 +188,16 @@ def test_orders_are_quoted_created_tracked_listed_and_cancelled(server, shop):
     account = agent.answer("get_account")
     assert account["business"]["name"] == "Agent Shop"
     assert account["environment"] == "sandbox"
-    write_transcript(agent)
+    write_transcript(agent, "orders")
 
 
-def write_transcript(agent: Agent) -> None:
+def write_transcript(agent: Agent, name: str) -> None:
+    """With MCP_TRANSCRIPT set, add this test's calls and answers to that JSON file."""
     target = os.environ.get("MCP_TRANSCRIPT")
     if target:
-        Path(target).write_text(json.dumps(agent.transcript, indent=2, ensure_ascii=False))
+        path = Path(target)
+        written = json.loads(path.read_text()) if path.exists() else {}
+        path.write_text(json.dumps({**written, name: agent.transcript}, indent=2))
 
 
 def test_create_orders_with_the_same_key_replays_the_same_batch(server, shop):
@@ -229,6 +232,7 @@ def test_the_apis_errors_are_tool_errors_with_code_message_and_details(server, s
     bad_key = agent.refusal("create_orders", {**two_drops("KEY"), "idempotency_key": "nope"})
     assert bad_key["code"] == "IDEMPOTENCY_KEY_INVALID"
     assert agent.refusal("track_orders", {})["details"][0]["field"] == "identifiers"
+    write_transcript(agent, "errors")
 
 
 def test_an_unknown_tool_is_a_protocol_error(server, shop):
