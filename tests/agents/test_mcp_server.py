@@ -10,6 +10,7 @@ there as JSON: docs/agents.md's transcript is one of those.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import uuid
@@ -95,7 +96,7 @@ class Agent:
                 "tool": name,
                 "arguments": arguments or {},
                 "isError": result.is_error,
-                "structuredContent": result.structured_content,
+                "structuredContent": copy.deepcopy(result.structured_content),
             }
         )
         # The text content is the structured content as JSON, for clients that read text.
