@@ -66,7 +66,6 @@ class Call:
     kind: str
     recipient_name: str
     phone: str
-    email: str
     tracking_url: str
     eta: str | None  # the ETA's drop-off time, as wire text
     reference: str
@@ -147,7 +146,6 @@ def _status_call(event: _Read) -> Call:
         kind=KIND_OF_STATUS[data["status"]],
         recipient_name=dropoff.get("name") or "",
         phone=dropoff.get("phone") or "",
-        email=dropoff.get("email") or "",
         tracking_url=data.get("tracking_url") or "",
         eta=(data.get("eta") or {}).get("dropoff_at"),
         reference=data.get("client_order_id") or "",
@@ -192,7 +190,6 @@ def _nearby_calls(events: list[_Read]) -> list[Call]:
                 kind=Kind.NEARBY,
                 recipient_name=name,
                 phone=phone,
-                email="",
                 tracking_url=tracking_url(links[drop["drop_id"]]),
                 eta=(drop.get("eta") or {}).get("dropoff_at"),
                 reference=drop.get("client_order_id") or "",
@@ -203,7 +200,8 @@ def _nearby_calls(events: list[_Read]) -> list[Call]:
 
 def _messages(calls: list[Call], now: datetime) -> list[Message]:
     """A message per call and channel the business opted into for its kind, with an address;
-    two queries whatever the numbers (the templates on, the businesses' names)."""
+    three queries at most whatever the numbers (the templates on, the businesses' names,
+    the recipients' emails when an email is called for)."""
     if not calls:
         return []
     business_ids = {call.business_id for call in calls}
@@ -212,6 +210,7 @@ def _messages(calls: list[Call], now: datetime) -> list[Message]:
         key = (template.business_id, template.environment, template.kind)
         templates.setdefault(key, []).append(template)
     names = dict(Business.objects.filter(pk__in=business_ids).values_list("pk", "name"))
+    emails = _emails(calls, templates)
     messages = []
     for call in calls:
         values = texts.variables(
@@ -222,11 +221,26 @@ def _messages(calls: list[Call], now: datetime) -> list[Message]:
             reference=call.reference,
         )
         for template in templates.get((call.business_id, call.environment, call.kind), ()):
-            to = call.phone if template.channel == Channel.SMS else call.email
+            to = call.phone if template.channel == Channel.SMS else emails.get(call.drop_id)
             if not to:
                 continue  # no address on this channel: nothing to send, nothing to log
             messages.append(_message(call, template, to, values, now))
     return messages
+
+
+def _emails(calls: list[Call], templates: dict[tuple, list]) -> dict[str, str]:
+    """The recipients' emails (orders.Drop.recipient_email) of the calls an email template
+    answers, by drop id; none is asked for when no email is on."""
+    wanted = {
+        call.drop_id
+        for call in calls
+        for template in templates.get((call.business_id, call.environment, call.kind), ())
+        if template.channel == Channel.EMAIL
+    }
+    if not wanted:
+        return {}
+    rows = Drop.objects.filter(pk__in=sorted(wanted), recipient_email__isnull=False)
+    return {str(pk): email for pk, email in rows.values_list("pk", "recipient_email")}
 
 
 def _message(call: Call, template, to: str, values: dict, now: datetime) -> Message:

@@ -38,6 +38,9 @@ MAX_BATCHES_PAGE = 500
 SANDBOX_SCENARIOS = ("manual", "deliver", "fail", "cancel_by_courier")
 MAX_VEHICLE_CODE = 20
 MAX_NOTES = 500  # the courier's instructions (docs/contract.md §17)
+# The recipient's email, for the business's notifications (docs/notifications.md).
+MAX_EMAIL = 254
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 UNDELIVERABLE_ACTIONS = ("return", "dispose")  # docs/contract.md §19; the first is the default
 _WINDOW_FIELDS = frozenset({"start", "end"})
 # A parcel (docs/contract.md §18): every field optional; size S and 1 kg when not said.
@@ -92,6 +95,7 @@ class DropIn:
     # "cod": {"amount": …}: the amount as sent; whether it is allowed is rule 9 (INVALID_COD),
     # a per-drop rejection, not a 400 (orders.decisions).
     cod: Any = None
+    email: str | None = None  # "dropoff": {"email": …}, for notifications only
 
     @property
     def parcel_size(self) -> str:
@@ -332,6 +336,16 @@ class FieldErrors:
         start, end = self.timestamp(value, "start", where), self.timestamp(value, "end", where)
         return None if start is None or end is None else (start, end)
 
+    def email(self, obj: dict, path: str) -> str | None:
+        """The recipient's `email`: optional; a string that looks like one address, else 400."""
+        value = obj.get("email")
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or len(value) > MAX_EMAIL or not _EMAIL.fullmatch(value):
+            self.add(f"{path}.email", f"Must be one email address, {MAX_EMAIL} characters at most.")
+            return None
+        return value
+
     def notes(self, obj: dict, path: str) -> str | None:
         """`notes` for the courier: a string of at most MAX_NOTES characters; "" is none."""
         return self.text(obj, "notes", path, MAX_NOTES, required=False) or None
@@ -566,6 +580,8 @@ def _drop_in(errors: FieldErrors, drop: Any, dpath: str) -> DropIn | None:
     )
     # The commitments of docs/contract.md §17 and §19 are optional; most drops carry none,
     # and a key that is absent costs one lookup here.
+    if "email" in recipient:
+        parsed.email = errors.email(recipient, rpath)
     if "dropoff_window" in drop:
         parsed.window = errors.window(drop, dpath)
     if "notes" in drop:

@@ -326,6 +326,8 @@ class Drop(models.Model):
     external_waybill = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     recipient_name = models.CharField(max_length=200)
     recipient_phone = models.CharField(max_length=20)
+    # Optional, for the business's email notifications (docs/notifications.md); null when none.
+    recipient_email = models.CharField(max_length=254, null=True, blank=True)  # noqa: DJ001
     lat = models.FloatField()
     long = models.FloatField()
     address = models.JSONField(null=True, blank=True)

@@ -35,6 +35,7 @@ from orders.inputs import (
     MAX_ADDRESS_FIELD_NAME,
     MAX_ADDRESS_FIELDS,
     MAX_ADDRESS_PART,
+    MAX_EMAIL,
     MAX_ID,
     MAX_NAME,
     MAX_NOTES,
@@ -119,6 +120,15 @@ class Pickup(serializers.Serializer):
 class Recipient(serializers.Serializer):
     name = text(MAX_NAME)
     phone = phone("+85512345679")
+    email = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=MAX_EMAIL,
+        help_text=(
+            "Optional: the recipient's email, for the notifications the business switches "
+            "on (docs/notifications.md). Not an address: 400 VALIDATION_ERROR."
+        ),
+    )
     lat = coordinate(11.5696, "latitude, -90..90")
     long = coordinate(104.9210, "longitude, -180..180")
     address = Address(required=False, allow_null=True, help_text=_ADDRESS_HELP)

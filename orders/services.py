@@ -512,6 +512,7 @@ class DropRow(NamedTuple):
     parcel_value: Decimal | None = None
     cod_amount: Decimal | None = None
     cod_fee: Decimal = Decimal("0.00")
+    recipient_email: str | None = None  # for notifications (docs/notifications.md)
 
 
 @dataclass(slots=True)
@@ -699,6 +700,7 @@ class _BatchRows:
             scenario_next_at=self.first_step if walks else None,
             notes=drop.notes,
             undeliverable_action=drop.undeliverable_action,
+            recipient_email=drop.email,
             **(window_columns(decision) if drop.window is not None else {}),
             **(carried(decision) if drop.parcel is not None or drop.cod is not None else {}),
         )

@@ -37,7 +37,8 @@ class Inbox:
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
         with self.arrived:
-            mail = message_from_bytes(envelope.original_content or envelope.content)
+            wire = envelope.original_content or envelope.content
+            mail = message_from_bytes(wire.replace(b"\r\n", b"\n"))  # SMTP's line ends
             self.mails.append((envelope.mail_from, list(envelope.rcpt_tos), mail))
             self.arrived.notify_all()
         return "250 Message accepted for delivery"

@@ -18,7 +18,7 @@ from notifications.models import Channel, Kind, Message, MessageStatus
 from notifications.sending import expire_claims, lease
 from notifications.tasks import notify_recipients
 from orders.models import DropStatus
-from tests.factories import HOME
+from tests.factories import HOME, batch, drop, group
 from tests.notifications.conftest import SMS_FROM, SMS_SID, SMS_TOKEN, form_of, switch_on
 from tests.notifications.helpers import place, walk_live
 
@@ -266,3 +266,39 @@ def test_courier_nearby_is_sent_once_when_the_courier_comes_within_the_distance(
     assert (nearby.kind, nearby.status) == (Kind.NEARBY, MessageStatus.SENT)
     [request] = sms_provider.wait_for(1)
     assert form_of(request)["Body"].startswith("Alice Shop: your courier is nearby. Track it: ")
+
+
+@pytest.mark.django_db
+def test_a_recipient_with_an_email_gets_the_email_from_a_real_smtp_server(
+    alice, api, open_for_business, smtp_server, sms_provider
+):
+    switch_on(alice, "live", Kind.DELIVERED, channels=(Channel.EMAIL, Channel.SMS))
+    body = batch(
+        group(
+            drop("MAIL-1", name="Sokha Chan", email="sokha@example.com"),
+            drop("MAIL-2", name="Dara Kim"),  # no email: an SMS only
+        )
+    )
+    response = api.bulk(body, alice.live_key)
+    assert response.json()["data"]["counts"]["accepted"] == 2, response.content
+    walk_live([o["drop_id"] for o in response.json()["data"]["orders"]])
+    run()
+
+    [(_, to, mail)] = smtp_server.wait_for(1)
+    assert to == ["sokha@example.com"]
+    assert mail["Subject"] == "Your Alice Shop order was delivered"
+    assert mail.get_payload().startswith("Hello Sokha,\n\nYour order MAIL-1 from Alice Shop")
+    made = {(m.client_order_id, m.channel): m.status for m in messages_of(alice)}
+    assert made == {
+        ("MAIL-1", Channel.EMAIL): MessageStatus.SENT,
+        ("MAIL-1", Channel.SMS): MessageStatus.SENT,
+        ("MAIL-2", Channel.SMS): MessageStatus.SENT,
+    }
+
+
+@pytest.mark.django_db
+def test_a_malformed_recipient_email_is_a_400_naming_its_path(alice, api, open_for_business):
+    response = api.bulk(batch(group(drop("BAD-1", email="not an address"))), alice.live_key)
+    assert response.status_code == 400
+    details = response.json()["error"]["details"]
+    assert [d["field"] for d in details] == ["orders[0].dropoff[0].dropoff.email"]
