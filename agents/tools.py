@@ -120,6 +120,7 @@ def call_tool(caller: HttpRequest, name: str, arguments: dict[str, Any]) -> type
             status=answer.status,
             details=error.get("details", []),
             request_id=error.get("request_id", ""),
+            retry_after=answer.headers.get("retry-after"),
         )
     if spec.idempotent_by_key:
         extra["replayed"] = answer.headers.get("idempotent-replayed") == "true"
@@ -151,8 +152,10 @@ def refusal(
     status: int,
     details: list | None = None,
     request_id: str = "",
+    retry_after: str | None = None,
 ) -> types.CallToolResult:
-    """A tool error carrying the API's error object (and its HTTP status)."""
+    """A tool error carrying the API's error object, its HTTP status and, on a 429 or 503,
+    its Retry-After: what a client of the API reads from the headers, an agent reads here."""
     error = {
         "code": code,
         "message": message,
@@ -160,6 +163,8 @@ def refusal(
         "status": status,
         "request_id": request_id,
     }
+    if retry_after is not None:
+        error["retry_after_seconds"] = int(retry_after)
     return types.CallToolResult(
         content=[types.TextContent(text=orjson.dumps(error).decode())],
         structured_content=error,

@@ -22,6 +22,7 @@ import anyio
 import jsonschema
 import orjson
 import pytest
+from django.db import connection
 from django.utils import timezone
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -33,7 +34,7 @@ from accounts.models import ApiKey, Business, Stage
 from orders.models import Batch, Drop
 from tests.factories import batch, drop, group
 from tests.reliability.batch_hold import open_all_day
-from tests.reliability.gunicorn_server import HOST, serving
+from tests.reliability.gunicorn_server import HOST, Gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)  # committed: gunicorn reads it
 
@@ -48,10 +49,19 @@ TOOLS = {
 }
 
 
+# Bulk-scope calls (quote, create) a key may make a minute on this server: enough for every
+# test's own key, few enough to reach in one.
+BULK_LIMIT = 5
+
+
 @pytest.fixture(scope="module")
 def server(django_db_setup, tmp_path_factory):
-    with serving(tmp_path_factory.mktemp("mcp") / "gunicorn.log") as running:
-        yield running
+    running = Gunicorn(connection.settings_dict, tmp_path_factory.mktemp("mcp") / "gunicorn.log")
+    running.env["RATE_LIMIT_BULK"] = f"{BULK_LIMIT}/minute"
+    try:
+        yield running.start()
+    finally:
+        running.stop()
 
 
 @pytest.fixture
@@ -357,3 +367,15 @@ def test_each_tool_call_counts_once_against_the_keys_rate_limit(server, shop):
     before = remaining()
     Agent(server, shop.sandbox_key).answer("get_account")  # initialize, list, call
     assert remaining() == before - 2
+
+
+def test_past_the_keys_rate_limit_a_tool_says_when_to_retry(server, shop):
+    agent = Agent(server, shop.sandbox_key)
+    body = two_drops("LIMIT")
+    for _ in range(BULK_LIMIT):
+        agent.answer("quote_orders", body)
+
+    refusal = agent.refusal("quote_orders", body)
+    assert (refusal["code"], refusal["status"]) == ("RATE_LIMITED", 429)
+    assert 0 < refusal["retry_after_seconds"] <= 60
+    assert agent.answer("get_account")  # another scope, its own count
