@@ -373,6 +373,8 @@ NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", default=3, minimum=1)
 NOTIFY_TIMEOUT_SECONDS = env_float("NOTIFY_TIMEOUT_SECONDS", default=10.0, above=0)
 # An event older than this when read calls for no message (news too late to be news).
 NOTIFY_MAX_EVENT_AGE_MINUTES = env_int("NOTIFY_MAX_EVENT_AGE_MINUTES", default=60, minimum=1)
+# The delivery log is kept this long (notifications.tasks.purge_old_messages, hourly).
+NOTIFY_LOG_DAYS = env_int("NOTIFY_LOG_DAYS", default=30, minimum=1)
 
 # Background work (docs/contract.md §15): task rows written in the transaction that asks for them,
 # run by `manage.py db_worker` processes (any number, on any number of machines).

@@ -37,6 +37,7 @@ SCHEDULE: dict[str, timedelta] = {
     "orders.tasks.purge_idempotency_keys": HOUR,
     "orders.tasks.purge_expired_quotes": HOUR,
     "events.tasks.purge_old_events": HOUR,
+    "notifications.tasks.purge_old_messages": HOUR,
     "geo.tasks.purge_geocode_cache": HOUR,
     "core.tasks.purge_rate_counters": HOUR,
     "core.tasks.prune_task_results": HOUR,

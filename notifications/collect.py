@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.db.models import OuterRef, Q, Subquery
 from django_tasks_db.utils import exclusive_transaction
 
 from accounts.models import Business
@@ -78,47 +78,76 @@ def collect(*, now: datetime) -> int:
     unique constraints make a message once whatever runs twice.
     """
     with exclusive_transaction():  # on SQLite, which ignores FOR UPDATE: one pass at a time
-        feeds = list(
-            NotificationFeed.objects.select_for_update(skip_locked=True).filter(active=True)
-        )
+        feeds = _active_feeds()
         if not feeds:
             return 0
-        events = _new_events(feeds)
+        events, cut = _new_events(feeds)
         oldest = now - timedelta(minutes=settings.NOTIFY_MAX_EVENT_AGE_MINUTES)
         fresh = [event for event in events if event.created_at >= oldest]
         messages = _messages(_calls(fresh), now)
         Message.objects.bulk_create(messages, ignore_conflicts=True)
-        _advance(feeds, events)
+        _advance(feeds, events, cut=cut)
     return len(messages)
 
 
-def _new_events(feeds: list[NotificationFeed]) -> list[_Read]:
-    """The feeds' events after their cursors, of the types that notify, in seq order."""
-    after_cursor = NotificationFeed.objects.filter(
-        pk__in=[feed.pk for feed in feeds],
-        business_id=OuterRef("business_id"),
-        environment=OuterRef("environment"),
-        last_seq__lt=OuterRef("seq"),
+def _active_feeds() -> list[NotificationFeed]:
+    """The active feeds not taken by another pass, each with `newest`: its newest event's
+    seq (None: none yet), read in the same statement that locks it."""
+    newest = (
+        Event.objects.filter(
+            business_id=OuterRef("business_id"), environment=OuterRef("environment")
+        )
+        .order_by("-seq")
+        .values("seq")[:1]
     )
+    return list(
+        NotificationFeed.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(active=True)
+        .annotate(newest=Subquery(newest))
+    )
+
+
+def _new_events(feeds: list[NotificationFeed]) -> tuple[list[_Read], bool]:
+    """The feeds' events after their cursors up to their `newest`, of the types that notify,
+    in seq order, READ_AT_MOST of them; and whether that limit cut the list.
+
+    Bounded above by `newest`, read before: within a feed, events commit in seq order
+    (events.services.lock_feeds), so every event up to a committed one is committed, and
+    this read sees exactly the events the cursor may move past. Each feed's range is an
+    index range of `event_feed` (business, environment, seq).
+    """
+    ranges = Q()
+    for feed in feeds:
+        if feed.newest is not None and feed.newest > feed.last_seq:
+            ranges |= Q(
+                business_id=feed.business_id,
+                environment=feed.environment,
+                seq__gt=feed.last_seq,
+                seq__lte=feed.newest,
+            )
+    if not ranges:
+        return [], False
     rows = (
-        Event.objects.filter(type__in=_TYPES, seq__gt=min(feed.last_seq for feed in feeds))
-        .filter(Exists(after_cursor))
+        Event.objects.filter(ranges, type__in=_TYPES)
         .order_by("seq")
         .values_list("seq", "business_id", "environment", "type", "data", "created_at")
     )
-    return [_Read(*row) for row in rows[:READ_AT_MOST]]
+    events = [_Read(*row) for row in rows[: READ_AT_MOST + 1]]
+    return events[:READ_AT_MOST], len(events) > READ_AT_MOST
 
 
-def _advance(feeds: list[NotificationFeed], events: list[_Read]) -> None:
-    """Each feed's cursor to its last event read: in seq order with a limit, every event of
-    a feed up to that one was read."""
+def _advance(feeds: list[NotificationFeed], events: list[_Read], *, cut: bool) -> None:
+    """Each feed's cursor past what was read: to its `newest` when the whole range was read
+    (the events of other types in it included, so an idle feed's range stays empty); when
+    the limit cut the list, to the feed's last event read (in seq order, every event of the
+    feed up to it was read)."""
     last = {}
     for event in events:
         last[event.business_id, event.environment] = event.seq
     moved = []
     for feed in feeds:
-        seq = last.get((feed.business_id, feed.environment))
-        if seq is not None:
+        seq = last.get((feed.business_id, feed.environment)) if cut else feed.newest
+        if seq is not None and seq > feed.last_seq:
             feed.last_seq = seq
             moved.append(feed)
     NotificationFeed.objects.bulk_update(moved, ["last_seq"])

@@ -135,6 +135,7 @@ class Message(models.Model):
             # The throttle counts a recipient's messages of the last hour.
             models.Index(fields=["to", "channel", "claimed_at"], name="notification_recipient"),
             models.Index(fields=["business", "environment", "-id"], name="notification_log"),
+            models.Index(fields=["created_at"], name="notification_age"),  # the purge
         ]
 
     def __str__(self) -> str:

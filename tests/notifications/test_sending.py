@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import base64
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from events.models import EventType
+from events.models import Event, EventType
 from events.services import NewEvent, record_many
+from notifications import collect as collect_module
 from notifications.channels import EmailSender, Outgoing
-from notifications.models import Channel, Kind, Message, MessageStatus
+from notifications.models import Channel, Kind, Message, MessageStatus, NotificationFeed
 from notifications.sending import expire_claims, lease
-from notifications.tasks import notify_recipients
+from notifications.tasks import notify_recipients, purge_old_messages
 from orders.models import DropStatus
 from tests.factories import HOME, batch, drop, group
 from tests.notifications.conftest import SMS_FROM, SMS_SID, SMS_TOKEN, form_of, switch_on
@@ -302,3 +304,46 @@ def test_a_malformed_recipient_email_is_a_400_naming_its_path(alice, api, open_f
     assert response.status_code == 400
     details = response.json()["error"]["details"]
     assert [d["field"] for d in details] == ["orders[0].dropoff[0].dropoff.email"]
+
+
+@pytest.mark.django_db
+def test_a_pass_cut_by_its_limit_goes_on_from_where_it_stopped(
+    alice, api, open_for_business, monkeypatch
+):
+    switch_on(alice, "live", Kind.DISPATCHED, Kind.DELIVERED)
+    walk_live(place(api, alice.live_key, "CUT-1", "CUT-2", "CUT-3"))
+    monkeypatch.setattr(collect_module, "READ_AT_MOST", 2)
+    feed = NotificationFeed.objects.get(business=alice.business, environment="live")
+    feed_events = Event.objects.filter(business=alice.business, environment="live")
+    changes = feed_events.filter(seq__gt=feed.last_seq, type=EventType.ORDER_STATUS_CHANGED)
+    # 3 drops × ASSIGNED, PICKED_UP, DELIVERED: 5 passes of 2, each moving the cursor on.
+    assert changes.count() == 9
+    cursors = []
+    for _ in range(5):
+        collect_module.collect(now=timezone.now())
+        feed.refresh_from_db()
+        cursors.append(feed.last_seq)
+    assert cursors == sorted(set(cursors)) and cursors[-1] == changes.latest("seq").seq
+    made = {(m.client_order_id, m.kind) for m in messages_of(alice)}
+    kinds = (Kind.DISPATCHED, Kind.DELIVERED)
+    assert made == {(f"CUT-{i}", kind) for i in (1, 2, 3) for kind in kinds}
+    # Events of other types move the cursor on without a message.
+    api.bulk(batch(group(drop("LATER-1"))), alice.live_key)  # batch.created only
+    collect_module.collect(now=timezone.now())
+    feed.refresh_from_db()
+    assert feed.last_seq == feed_events.latest("seq").seq
+    assert len(messages_of(alice)) == 6
+
+
+@pytest.mark.django_db
+def test_the_log_is_purged_after_notify_log_days(alice, api, open_for_business, settings):
+    settings.NOTIFY_LOG_DAYS = 30
+    switch_on(alice, "sandbox", Kind.DISPATCHED, Kind.DELIVERED)
+    place(api, alice.sandbox_key, "OLD-1")
+    body = {"identifiers": ["OLD-1"], "to": "DELIVERED"}
+    assert api.post("/sandbox/orders/advance", body, alice.sandbox_key).status_code == 200
+    run()
+    old, recent = messages_of(alice)
+    Message.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=31))
+    assert purge_old_messages.call() == 1
+    assert [m.pk for m in messages_of(alice)] == [recent.pk]
