@@ -60,7 +60,16 @@ def api_index(request):
 # The integrators' guides of docs/, served as they are in the repository (Markdown, which
 # reads as plain text): a deployed service's integrators have no clone. Their links to one
 # another are relative (webhooks.md), so they resolve to these same routes.
-GUIDES = {"api", "webhooks", "sandbox", "csv", "contract", "changelog", "notifications"}
+GUIDES = {
+    "api",
+    "webhooks",
+    "sandbox",
+    "csv",
+    "contract",
+    "changelog",
+    "notifications",
+    "agents",
+}
 
 
 @extend_schema(exclude=True)
