@@ -29,6 +29,7 @@ from django.utils import timezone
 from django_tasks_db.utils import exclusive_transaction
 
 from accounts.models import Environment
+from core import stopping
 from notifications.channels import Outcome, Outgoing, sender_for
 from notifications.models import Message, MessageStatus
 
@@ -50,8 +51,11 @@ def send_due() -> int:
     spent (the next run goes on); how many were claimed (sent, logged for sandbox,
     throttled or failed)."""
     total, started = 0, time.monotonic()
-    while time.monotonic() - started < SEND_BUDGET_SECONDS and (
-        claimed := claim(now=timezone.now())
+    # A worker asked to stop (core/stopping.py) finishes the claim under way, no more.
+    while (
+        not stopping.requested.is_set()
+        and time.monotonic() - started < SEND_BUDGET_SECONDS
+        and (claimed := claim(now=timezone.now()))
     ):
         total += len(claimed)
         sending = [m for m in claimed if m.status == MessageStatus.SENDING]
