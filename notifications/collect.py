@@ -3,9 +3,10 @@
 The same events as the webhooks' (docs/contract.md §11), read after they committed, by a
 periodic job (notifications.tasks.notify_recipients): nothing is added to the requests and
 moves that write them. Each active feed (a business's environment with a template on) keeps
-a cursor; a pass reads every feed's new events in one query, makes the messages in memory,
-inserts them in one statement (a message already made for its drop, kind and channel is
-skipped by the unique constraint) and moves the cursors in one more.
+a cursor; a pass locks the feeds with their newest event's seq in one statement, reads their
+new events in one more, makes the messages in memory, inserts them in one statement (a
+message already made for its drop, kind and channel is skipped by the unique constraint)
+and moves the cursors in one more: a constant number of statements whatever the numbers.
 
 What calls for a message (docs/notifications.md, "Events"):
 - `order.status_changed` to PICKED_UP (dispatched), DELIVERED or FAILED;
@@ -48,7 +49,7 @@ _TYPES = (EventType.ORDER_STATUS_CHANGED, EventType.ORDER_COURIER_POSITION)
 @dataclass(frozen=True, slots=True)
 class _Read:
     seq: int
-    business_id: int
+    business_id: object  # a UUID
     environment: str
     type: str
     data: dict
@@ -60,7 +61,7 @@ class Call:
     """A message one event calls for, before its channels: whom, about what."""
 
     event_seq: int
-    business_id: int
+    business_id: object
     environment: str
     drop_id: str
     kind: str

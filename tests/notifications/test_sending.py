@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from events.models import Event, EventType
@@ -17,7 +18,7 @@ from events.services import NewEvent, record_many
 from notifications import collect as collect_module
 from notifications.channels import EmailSender, Outgoing
 from notifications.models import Channel, Kind, Message, MessageStatus, NotificationFeed
-from notifications.sending import expire_claims, lease
+from notifications.sending import expire_claims, lease, send_due
 from notifications.tasks import notify_recipients, purge_old_messages
 from orders.models import DropStatus
 from tests.factories import HOME, batch, drop, group
@@ -347,3 +348,28 @@ def test_the_log_is_purged_after_notify_log_days(alice, api, open_for_business, 
     Message.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=31))
     assert purge_old_messages.call() == 1
     assert [m.pk for m in messages_of(alice)] == [recent.pk]
+
+
+def queries_of(work) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        work()
+    return len(captured.captured_queries)
+
+
+@pytest.mark.django_db
+def test_a_pass_costs_the_same_statements_for_2_drops_as_for_12(
+    alice, bob, api, open_for_business, sms_provider
+):
+    for tenant in (alice, bob):
+        switch_on(tenant, "live", channels=(Channel.SMS, Channel.EMAIL))
+    walk_live(place(api, alice.live_key, "Q-1", "Q-2"))
+    small_collect = queries_of(lambda: collect_module.collect(now=timezone.now()))
+    small_send = queries_of(send_due)
+    assert len(messages_of(alice)) == 4  # 2 drops × dispatched, delivered; SMS (no email)
+
+    walk_live(place(api, alice.live_key, *[f"QA-{i}" for i in range(6)], phone="+85512000201"))
+    walk_live(place(api, bob.live_key, *[f"QB-{i}" for i in range(6)], phone="+85512000202"))
+    large_collect = queries_of(lambda: collect_module.collect(now=timezone.now()))
+    large_send = queries_of(send_due)
+    assert Message.objects.count() == 4 + 24
+    assert (large_collect, large_send) == (small_collect, small_send)
