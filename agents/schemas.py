@@ -19,8 +19,11 @@ from drf_spectacular.generators import SchemaGenerator
 
 COMPONENT_PREFIX = "#/components/schemas/"
 JSON = "application/json"
-# OpenAPI keywords that mean nothing to a caller filling in arguments.
-_DROPPED = frozenset({"readOnly", "writeOnly", "example", "examples", "xml", "externalDocs"})
+# OpenAPI keywords that are not JSON Schema: examples, and the discriminator, whose mapping
+# names components that inlining leaves behind (the oneOf it annotates still decides).
+_DROPPED = frozenset(
+    {"readOnly", "writeOnly", "example", "examples", "xml", "externalDocs", "discriminator"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,7 @@ class Operation:
     query: dict[str, dict[str, Any]]  # query parameter → JSON Schema (with its description)
     required_query: tuple[str, ...]
     headers: dict[str, dict[str, Any]]  # request header → JSON Schema (with its description)
+    answer: dict[str, Any] | None  # JSON Schema of the 200 envelope's `data`
 
 
 @cache
@@ -78,7 +82,17 @@ def _operation(method: str, path: str, spec: dict, components: dict) -> Operatio
         query=query,
         required_query=tuple(required),
         headers=headers,
+        answer=_answer(spec, components),
     )
+
+
+def _answer(spec: dict, components: dict) -> dict[str, Any] | None:
+    """The schema of `data` in the operation's 200 envelope, if it documents one."""
+    content = spec.get("responses", {}).get("200", {}).get("content", {})
+    if JSON not in content:
+        return None
+    envelope = json_schema(content[JSON]["schema"], components)
+    return envelope.get("properties", {}).get("data")
 
 
 def json_schema(schema: Any, components: dict, seen: tuple[str, ...] = ()) -> Any:

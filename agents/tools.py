@@ -75,6 +75,25 @@ def input_schema(spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
+def output_schema(spec: ToolSpec) -> dict[str, Any] | None:
+    """The schema of the answer's `data`, plus what create_orders adds to it."""
+    schema = spec.operation.answer
+    if schema is None or not spec.idempotent_by_key:
+        return schema
+    added = {
+        IDEMPOTENCY_ARGUMENT: {"type": "string", "description": "The batch's Idempotency-Key."},
+        "replayed": {
+            "type": "boolean",
+            "description": "True when this is the stored answer of an earlier call with the key.",
+        },
+    }
+    return {
+        **schema,
+        "properties": {**schema.get("properties", {}), **added},
+        "required": [*schema.get("required", []), *added],
+    }
+
+
 def listed_tools() -> list[types.Tool]:
     tools = []
     for spec in TOOLS.values():
@@ -85,6 +104,7 @@ def listed_tools() -> list[types.Tool]:
                 title=operation.summary,
                 description=f"{operation.summary}. {operation.description}".strip(),
                 input_schema=input_schema(spec),
+                output_schema=output_schema(spec),
                 annotations=types.ToolAnnotations(
                     title=operation.summary,
                     read_only_hint=spec.read_only,

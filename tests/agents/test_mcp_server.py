@@ -161,6 +161,11 @@ def test_the_seven_tools_are_listed_with_the_apis_own_request_shapes(server, sho
         listing
     )
     assert by_name["list_orders"].annotations.read_only_hint is True
+    # Answers have the API's response shapes (the SDK's client checks each answer against
+    # them); create_orders' adds its key and whether it was a replay.
+    answer = by_name["create_orders"].output_schema["required"]
+    assert {"batch_id", "counts", "orders", "idempotency_key", "replayed"} <= set(answer)
+    assert set(by_name["get_account"].output_schema["properties"]) >= {"business", "wallet"}
     assert by_name["cancel_orders"].annotations.destructive_hint is True
 
 
