@@ -63,7 +63,7 @@ def mcp_server(caller: HttpRequest) -> Server:
 class Reply:
     """What the SDK sent back through ASGI, for Django to send."""
 
-    status: int = 500
+    status: int | None = None  # None until the SDK starts its answer
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytearray = field(default_factory=bytearray)
 
@@ -120,6 +120,8 @@ async def _exchange(server: Server, scope: dict[str, Any], body: bytes) -> Reply
 
     async with manager.run():
         await manager.handle_request(scope, receive, send)
+    if reply.status is None:  # a bug of ours or the SDK's: the middleware's JSON 500
+        raise RuntimeError("The MCP SDK ended the request without an answer.")
     return reply
 
 
