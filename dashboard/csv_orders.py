@@ -61,6 +61,8 @@ COLUMNS = (
     "parcel_description",
     "parcel_value",
     "cod_amount",
+    # The recipient's email, for notifications (docs/notifications.md).
+    "recipient_email",
 )
 REQUIRED_COLUMNS = (
     "client_order_id",
@@ -106,6 +108,7 @@ _DROP_FIELDS = {
     "cod": "cod_amount",
     "dropoff.name": "recipient_name",
     "dropoff.phone": "recipient_phone",
+    "dropoff.email": "recipient_email",
     "dropoff.lat": "dropoff_lat",
     "dropoff.long": "dropoff_long",
     "dropoff.address": "dropoff_address",
@@ -402,6 +405,7 @@ class _Cells:
         recipient = {
             "name": self.text("recipient_name"),
             "phone": self.text("recipient_phone"),
+            "email": self.text("recipient_email"),
             **self.place("dropoff", with_city=True),
         }
         return _present(
