@@ -384,3 +384,33 @@ def test_past_the_keys_rate_limit_a_tool_says_when_to_retry(server, shop):
     assert (refusal["code"], refusal["status"]) == ("RATE_LIMITED", 429)
     assert 0 < refusal["retry_after_seconds"] <= 60
     assert agent.answer("get_account")  # another scope, its own count
+
+
+def test_each_tool_is_described_by_the_schema_the_api_serves(server, shop):
+    """Titles and arguments are read from GET /api/v1/schema/, not copied: a field the API
+    adds is an argument of its tool."""
+    tools = Agent(server, shop.sandbox_key).session(lambda session: session.list_tools()).tools
+    by_name = {tool.name: tool for tool in tools}
+    served = server.request("GET", "/api/v1/schema/?format=json").json()
+    operations = {
+        operation["operationId"]: operation
+        for methods in served["paths"].values()
+        for operation in methods.values()
+    }
+    components = served["components"]["schemas"]
+    mirrors = {
+        "list_service_areas": "service_areas_list",
+        "quote_orders": "orders_quote",
+        "create_orders": "orders_bulk",
+        "track_orders": "orders_tracking",
+        "list_orders": "orders_list",
+        "cancel_orders": "orders_cancel",
+        "get_account": "account_retrieve",
+    }
+    for name, operation_id in mirrors.items():
+        assert by_name[name].title == operations[operation_id]["summary"]
+    body = operations["orders_bulk"]["requestBody"]["content"]["application/json"]["schema"]
+    fields = set(components[body["$ref"].rsplit("/", 1)[1]]["properties"])
+    assert set(by_name["create_orders"].input_schema["properties"]) == fields | {"idempotency_key"}
+    query = {p["name"] for p in operations["orders_list"]["parameters"] if p["in"] == "query"}
+    assert set(by_name["list_orders"].input_schema["properties"]) == query
