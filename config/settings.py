@@ -19,6 +19,7 @@ from core.strict_env import (
     env_int,
     env_int_list,
     env_matching,
+    env_optional_database_url,
     env_origins,
     env_proxy_ssl_header,
     env_rate,
@@ -118,6 +119,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "core.replica.ReplicaReadsMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "core.middleware.ApiErrorMiddleware",
@@ -174,6 +176,23 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     _sqlite = DATABASES["default"].setdefault("OPTIONS", {})
     _sqlite.setdefault("init_command", "PRAGMA journal_mode=WAL;")
     _sqlite.setdefault("transaction_mode", "IMMEDIATE")
+# A streaming replica for the reads that tolerate lag (core/replica.py, docs/contract.md §22):
+# the same options as the primary; unset, every read is on the primary. A multi-host URL
+# with target_session_attrs=prefer-standby reads from any standby that answers.
+if (_replica := env_optional_database_url("DATABASE_REPLICA_URL")) is not None:
+    DATABASES["replica"] = {
+        **_replica,
+        **{
+            name: DATABASES["default"][name]
+            for name in ("CONN_MAX_AGE", "CONN_HEALTH_CHECKS", "DISABLE_SERVER_SIDE_CURSORS")
+            if name in DATABASES["default"]
+        },
+        "OPTIONS": {**DATABASES["default"].get("OPTIONS", {}), **_replica.get("OPTIONS", {})},
+    }
+    DATABASE_ROUTERS = ["core.replica.ReplicaRouter"]
+# How long a caller that wrote (an API key, a courier, a dashboard session) reads from the
+# primary, so that what it just wrote is what it reads back.
+READ_YOUR_WRITES_SECONDS = env_int("READ_YOUR_WRITES_SECONDS", default=5, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared by every app process. Rate limits and the login throttle count in Redis when this is

@@ -3,6 +3,7 @@ API, the body limit."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -11,7 +12,7 @@ import uuid
 import psycopg
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, InterfaceError, connection
+from django.db import DatabaseError, InterfaceError, connections
 
 from core.api import error_response
 from core.logging import bind_request_id, unbind_request_id
@@ -40,7 +41,9 @@ class RequestIdMiddleware:
         started = time.perf_counter()
         timer = DatabaseTimer()
         try:
-            with connection.execute_wrapper(timer):
+            with contextlib.ExitStack() as timed:
+                for alias in settings.DATABASES:  # the primary, and a replica if there is one
+                    timed.enter_context(connections[alias].execute_wrapper(timer))
                 response = self.get_response(request)
             response["X-Request-Id"] = request.request_id
             if is_api(request):

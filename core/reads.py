@@ -10,6 +10,9 @@ tracking entries (docs/decisions.md, issue 18). Times arrive as the text the ser
 A read made on every request can keep the SQL Django compiled for it (rows_compiled_once):
 building and compiling a query of twenty expressions costs Django more than PostgreSQL
 takes to run it.
+
+These reads go where the router sends the application's reads (core/replica.py): to the
+replica inside a lag-tolerant view, else to the primary.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import functools
 import time
 from collections.abc import Callable, Hashable, Sequence
 
-from django.db import connection
+from django.db import connections
 from django.db.models import QuerySet
 from psycopg.types.string import TextLoader
+
+from core.replica import read_alias
 
 ROWS_PER_CHUNK = 100
 
@@ -58,7 +63,7 @@ def row_compiled_once(
     Django's own iteration starts from on PostgreSQL), or None; the SQL kept as in
     rows_compiled_once. For a one-row read on every request: a plain execute through
     Django's cursor (its wrappers, its query log), no stream, times as datetimes."""
-    with connection.cursor() as cursor:
+    with connections[read_alias()].cursor() as cursor:
         cursor.execute(*_compiled_once(key, params, queryset))
         return cursor.fetchone()
 
@@ -68,7 +73,7 @@ def _compiled_once(
 ) -> tuple[str, Sequence]:
     """The SQL kept for `key` with `params`; else what Django compiles now (kept if its
     params are `params`) with Django's own params."""
-    cache_key = (connection.vendor, key)
+    cache_key = (connections[read_alias()].vendor, key)
     sql = _compiled.get(cache_key)
     if sql is None:
         sql, compiled = queryset().query.sql_with_params()
@@ -80,6 +85,7 @@ def _compiled_once(
 
 def _run(sql: str, params: Sequence) -> list[tuple]:
     rows: list[tuple] = []
+    connection = connections[read_alias()]
     with connection.cursor() as cursor:
 
         def read(sql, params, many, context) -> None:

@@ -235,6 +235,12 @@ def env_database_url(name: str, default: str) -> dict:
     return environ.Env.db_url_config(url)
 
 
+def env_optional_database_url(name: str) -> dict | None:
+    """A database URL when the variable is set, else None (an optional database)."""
+    url = _raw(name)
+    return None if url is None else env_database_url(name, url)
+
+
 def env_cache_url(name: str, default: str) -> dict:
     url = _raw(name) or default
     _scheme(name, url, CACHE_SCHEMES)

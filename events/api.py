@@ -9,6 +9,7 @@ from rest_framework.decorators import action
 
 from core.api import ApiError, envelope, json_body, validation_error
 from core.formats import iso_z
+from core.replica import reads_may_lag, reads_on_primary
 from core.serializers import parse_query
 from events.endpoints import (
     EndpointRefused,
@@ -53,14 +54,18 @@ def _refused(exc: EndpointRefused) -> ApiError:
 
 class EventViewSet(viewsets.ViewSet):
     @EVENTS
+    @reads_may_lag
     def list(self, request):
         query = parse_query(request, EventsQuery)
         business, environment = request.auth.business, request.auth.environment
         after_seq = None
         if "after" in query:
-            after_seq = event_seq(
-                business=business, environment=environment, public_id=query["after"]
-            )
+            # On the primary: an id read there a moment ago may not have reached the replica,
+            # and a page after it from the replica is only shorter (the feed is in commit order).
+            with reads_on_primary():
+                after_seq = event_seq(
+                    business=business, environment=environment, public_id=query["after"]
+                )
             if after_seq is None:
                 raise validation_error(
                     [{"field": "after", "message": "No event with this id in this environment."}]

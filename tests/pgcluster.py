@@ -67,6 +67,28 @@ class PostgresCluster:
         self.start_server()
         return self
 
+    def start_standby_of(self, primary: PostgresCluster) -> PostgresCluster:
+        """A hot standby of `primary`: its base backup (pg_basebackup -R), then streaming."""
+        if self.as_root:
+            shutil.chown(self.root, user="postgres", group="postgres")
+        self._run(
+            "pg_basebackup",
+            "-h",
+            primary.host,
+            "-p",
+            str(primary.port),
+            "-U",
+            primary.user,
+            "-D",
+            str(self.datadir),
+            "-R",  # standby.signal and primary_conninfo: it streams from the primary
+            "-X",
+            "stream",
+            "--no-sync",
+        )
+        self.start_server()
+        return self
+
     def _pg_ctl(self, action: str, *args: str) -> None:
         options = (
             f"-p {self.port} -c listen_addresses={self.host} -k {self.root} "

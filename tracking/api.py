@@ -11,6 +11,7 @@ from rest_framework.settings import api_settings
 from accounts.permissions import SandboxKeyOnly
 from core.api import ApiError, envelope, json_body
 from core.cursors import InvalidCursor
+from core.replica import reads_may_lag
 from core.serializers import QUERY_NOT_VALID, parse_query
 from tracking.edit_inputs import parse_drop_change
 from tracking.edits import EditRefused, EditRejected, NotEditable, edit_drop
@@ -23,6 +24,7 @@ from tracking.services import advance_sandbox_orders, cancel_orders
 
 class OrderListViewSet(viewsets.ViewSet):
     @ORDERS
+    @reads_may_lag
     def list(self, request):
         query = parse_query(request, OrdersQuery)
         filters = DropFilters(
@@ -51,6 +53,7 @@ class OrderListViewSet(viewsets.ViewSet):
 class TrackingViewSet(viewsets.ViewSet):
     @TRACKING
     @action(detail=False, methods=["post"])
+    @reads_may_lag
     def tracking(self, request):
         identifiers = IdentifiersRequest.parse(json_body(request))["identifiers"]
         orders = track_drops(

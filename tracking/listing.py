@@ -59,6 +59,7 @@ from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, Tuple
 from django.utils import timezone
 
 from core.cursors import InvalidCursor, make_cursor, read_cursor
+from core.replica import reads_on_primary
 from orders.models import INITIAL_STATUSES, UNCHANGED_SINCE_CREATED, Drop, DropStatus
 from tracking.selectors import entries_by_drop_id
 
@@ -129,7 +130,20 @@ def list_drops(
     limit: int = DEFAULT_LIMIT,
     cursor: str | None = None,
 ) -> DropPage:
-    """One page of the account's drops; raises InvalidCursor for a cursor it did not make."""
+    """One page of the account's drops; raises InvalidCursor for a cursor it did not make.
+
+    The sync order (updated_since) reads on the primary even in a lag-tolerant view: its
+    horizon is measured there (sync_horizon), and a replica's rows may end before it.
+    """
+    if filters.by_change:
+        with reads_on_primary():
+            return _page(business, environments, filters, limit, cursor)
+    return _page(business, environments, filters, limit, cursor)
+
+
+def _page(
+    business, environments: Sequence[str], filters: DropFilters, limit: int, cursor: str | None
+) -> DropPage:
     fingerprint = _fingerprint(business, environments, filters)
     after = None
     if cursor:

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_safe
 
 from accounts.ratelimit import address_bucket, client_address
 from core import counters
+from core.replica import reads_may_lag, reads_on_primary
 from core.strict_env import parse_rate
 from orders.models import Drop
 from tracking.page_data import tracking_page
@@ -43,11 +44,16 @@ DEFAULT_PHOTO_MAX_AGE = 300
 
 
 @require_safe
+@reads_may_lag
 def tracking_page_view(request: HttpRequest, token: str) -> HttpResponse:
     """The page of one drop, re-rendered on every refresh: nothing about it is cached."""
     if (wait := _seconds_over_limit(request)) is not None:
         return _too_many(request, wait)
     page = tracking_page(token)
+    if page is None:
+        # A link may be opened the moment it is sent, before the replica has its drop.
+        with reads_on_primary():
+            page = tracking_page(token)
     if page is None:
         return _not_found(request)
     context = {
@@ -59,12 +65,16 @@ def tracking_page_view(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @require_safe
+@reads_may_lag
 def delivery_photo_view(request: HttpRequest, signed: str) -> HttpResponse:
     """The proof-of-delivery photo a signed URL names, while the URL is valid."""
     if (wait := _seconds_over_limit(request)) is not None:
         return _too_many(request, wait)
     drop_id = drop_id_of_photo_url(signed) if SIGNED_SHAPE.match(signed) else None
     name = _photo_name(drop_id)
+    if not name and drop_id:
+        with reads_on_primary():  # a photo URL sent the moment the drop was delivered
+            name = _photo_name(drop_id)
     if not name:
         return _not_found(request)
     try:

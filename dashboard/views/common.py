@@ -12,12 +12,18 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 
 from accounts.models import Business, Environment
+from core.replica import reads_may_lag
 
 PAGE_SIZE = 25
 
 
 def business_view(view):
-    """Login required, and the page acts for the user's own business (request.business)."""
+    """Login required, and the page acts for the user's own business (request.business).
+
+    A page only shown (GET, HEAD) reads from the replica when there is one and the session
+    has not written lately (core/replica.py); the business itself is read on the primary.
+    """
+    shown = reads_may_lag(view)
 
     @login_required
     @wraps(view)
@@ -27,6 +33,8 @@ def business_view(view):
         if business is None:
             return render(request, "dashboard/no_business.html", status=403)
         request.business = business
+        if request.method in ("GET", "HEAD"):
+            return shown(request, *args, **kwargs)
         return view(request, *args, **kwargs)
 
     return wrapper
