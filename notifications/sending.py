@@ -33,7 +33,9 @@ from core import stopping
 from notifications.channels import Outcome, Outgoing, sender_for
 from notifications.models import Message, MessageStatus
 
-CLAIM_AT_MOST = 100  # messages per claim
+# Messages per claim. Outcomes are recorded per claim (one statement), so a worker killed
+# mid-claim leaves at most this many FAILED as "may have been sent", some never tried.
+CLAIM_AT_MOST = 20
 # A run claims nothing new after this; the periodic job's next run goes on.
 SEND_BUDGET_SECONDS = 30
 # A message is retried this long after a failure that left it unsent, times its attempts.
@@ -71,7 +73,7 @@ def send_due() -> int:
 def claim(*, now: datetime) -> list[Message]:
     """Take up to CLAIM_AT_MOST due messages: each is then SENDING (to send now), SANDBOX or
     THROTTLED. One short transaction: the rows (SKIP LOCKED), the recipients' locks, one
-    count of their last hour, two updates."""
+    count of their last hour, one update."""
     with exclusive_transaction():  # on SQLite, which ignores FOR UPDATE: one claimer at a time
         messages = list(
             Message.objects.select_for_update(skip_locked=True)
