@@ -19,6 +19,12 @@ and never negative; every event delivered; no 5xx but the documented 503. Figure
 failover's time (kill to the first write through the multi-host URL) and its rejoin, the
 503s answered, replica lag p50/p99 of each standby, throughput. Exit 0 when every invariant
 holds. Nothing is left running, on success, failure or Ctrl-C. docs/scaling.md.
+
+Before the faults (not with --short), the read router (core/replica.py) is weighed: the same
+load twice, the apps first on the primary alone, then with DATABASE_REPLICA_URL naming the
+standbys (target_session_attrs=prefer-standby); each prints its requests/s and p99, and the
+second the share of the database's transactions the standbys served. The faults then run
+with the router on.
 """
 
 from __future__ import annotations
@@ -134,6 +140,60 @@ class HaCluster(Cluster):
 
     def cpu_by_component(self) -> dict[str, float]:
         return {}
+
+
+# --------------------------------------------------------------------------- read scale
+
+
+def transactions_by_node(cluster: HaCluster) -> dict[int, int]:
+    """Committed and rolled-back transactions in the app's database, by node port."""
+    counts = {}
+    for node in cluster.formation.nodes:
+        with psycopg.connect(cluster.formation.node_dsn(node, DB_NAME), autocommit=True) as conn:
+            counts[node.port] = conn.execute(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s",
+                [DB_NAME],
+            ).fetchone()[0]
+    return counts
+
+
+def primary_port(cluster: HaCluster) -> int:
+    return cluster.db.execute("SELECT current_setting('port')::int").fetchone()[0]
+
+
+def serve_with_replicas(cluster: HaCluster, on: bool) -> None:
+    """Restart the app instances with or without the read router's replica URL."""
+    if on:
+        cluster.env["DATABASE_REPLICA_URL"] = cluster.formation.url(
+            DB_NAME, target_session_attrs="prefer-standby", connect_timeout="2"
+        )
+    else:
+        cluster.env.pop("DATABASE_REPLICA_URL", None)
+    for app in cluster.apps:
+        app.stop()
+        app.start()
+
+
+def weigh_read_scale(cluster: HaCluster, seconds: int, users: int) -> tuple[list[Phase], list]:
+    """The load on the primary alone, then with the standbys reading: the phases and lines."""
+    phases, lines = [], []
+    for on in (False, True):
+        serve_with_replicas(cluster, on)
+        label = "reads on the standbys" if on else "primary only"
+        phase = Phase(f"read scale, {label}", seconds, 2)
+        before = transactions_by_node(cluster)
+        run_locust(phase, cluster, f"http://{HOST}:{cluster.balancer.port}", users)
+        after = transactions_by_node(cluster)
+        done = {port: after[port] - before[port] for port in after}
+        on_standbys = sum(n for port, n in done.items() if port != primary_port(cluster))
+        total = {row["Name"]: row for row in phase.stats}.get("Aggregated", {})
+        lines.append(
+            f"{label}: {float(total.get('Requests/s', 0)):.1f} requests/s, p50 "
+            f"{total.get('50%')} ms, p99 {total.get('99%')} ms; standbys served {on_standbys} "
+            f"of {sum(done.values())} transactions ({on_standbys / max(sum(done.values()), 1):.0%})"
+        )
+        phases.append(phase)
+    return phases, lines
 
 
 # --------------------------------------------------------------------------- faults
@@ -290,9 +350,14 @@ def wait_delivered(cluster: HaCluster, seconds: float) -> None:
         time.sleep(1)
 
 
-def report(cluster: HaCluster, phase: Phase, failovers: Failovers, lag: LagSampler) -> None:
+def report(
+    cluster: HaCluster, phase: Phase, failovers: Failovers, lag: LagSampler, scale: list[str]
+) -> None:
     print("\n=== figures ===")
     print(f"formation (monitor + 3 nodes) up in {cluster.setup_seconds:.1f} s")
+    if scale:
+        print("the read router, same load on a fresh formation:")
+        print("\n".join(f"  {line}" for line in scale))
     print("\n".join(figures(phase, cluster)))
     codes: Counter[int] = Counter()
     for name, n in phase.records["statuses"].items():
@@ -318,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="25 s, the primary killed once")
     parser.add_argument("--seconds", type=int, default=60, help="the loaded phase")
     parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--scale-seconds", type=int, default=30, help="each read-scale phase")
     args = parser.parse_args(argv)
     seconds = 25 if args.short else args.seconds
     fractions = [0.3] if args.short else [0.2, 0.6]
@@ -325,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with contextlib.ExitStack() as cleanup:
         cluster = HaCluster(cleanup, short=args.short)
+        scale_phases, scale = [], []
+        if not args.short:
+            scale_phases, scale = weigh_read_scale(cluster, args.scale_seconds, args.users)
         lag = LagSampler(cluster)
         lag.thread.start()
         cleanup.callback(lag.stopping.set)
@@ -336,8 +405,9 @@ def main(argv: list[str] | None = None) -> int:
         cluster.reconnect()
         print("load done; waiting for every webhook to be delivered ...", flush=True)
         wait_delivered(cluster, 120)
-        results = check_invariants(cluster, [phase]) + check_ha(cluster, phase, failovers)
-        report(cluster, phase, failovers, lag)
+        results = check_invariants(cluster, [*scale_phases, phase])
+        results += check_ha(cluster, phase, failovers)
+        report(cluster, phase, failovers, lag, scale)
         print("=== invariants ===")
         for name, ok, detail in results:
             print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}")

@@ -190,7 +190,7 @@ if (_replica := env_optional_database_url("DATABASE_REPLICA_URL")) is not None:
         "OPTIONS": {**DATABASES["default"].get("OPTIONS", {}), **_replica.get("OPTIONS", {})},
     }
     DATABASE_ROUTERS = ["core.replica.ReplicaRouter"]
-# How long a caller that wrote (an API key, a courier, a dashboard session) reads from the
+# How long a caller that wrote (an API key, or a browser session) reads from the
 # primary, so that what it just wrote is what it reads back.
 READ_YOUR_WRITES_SECONDS = env_int("READ_YOUR_WRITES_SECONDS", default=5, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
