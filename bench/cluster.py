@@ -252,7 +252,13 @@ class Phase:
     cpu: dict[str, float] = field(default_factory=dict)  # component -> CPU seconds used
 
 
-def run_locust(phase: Phase, cluster: Cluster, host: str, users: int) -> None:
+def run_locust(
+    phase: Phase,
+    cluster: Cluster,
+    host: str,
+    users: int,
+    classes: tuple[str, ...] = ("Integrator",),
+) -> None:
     workdir, tenants_file = cluster.workdir, cluster.tenants_file
     prefix = workdir / f"locust-{phase.name}"
     records = workdir / f"records-{phase.name}.json"
@@ -267,6 +273,7 @@ def run_locust(phase: Phase, cluster: Cluster, host: str, users: int) -> None:
         "--headless", "--host", host, "-u", str(users), "-r", str(users),
         "-t", f"{int(phase.seconds)}s", "--csv", str(prefix), "--only-summary",
         "--loglevel", "WARNING", "--stop-timeout", "20", "--exit-code-on-error", "0",
+        *classes,
     ]  # fmt: skip
     phase.started = time.time()
     before = cluster.cpu_by_component()

@@ -21,10 +21,11 @@ failover's time (kill to the first write through the multi-host URL) and its rej
 holds. Nothing is left running, on success, failure or Ctrl-C. docs/scaling.md.
 
 Before the faults (not with --short), the read router (core/replica.py) is weighed: the same
-load twice, the apps first on the primary alone, then with DATABASE_REPLICA_URL naming the
-standbys (target_session_attrs=prefer-standby); each prints its requests/s and p99, and the
-second the share of the database's transactions the standbys served. The faults then run
-with the router on.
+load twice, the integrators and, beside every two of them, a recipient opening tracking
+links (bench/locustfile.py's Recipient), the apps first on the primary alone, then with
+DATABASE_REPLICA_URL naming the standbys (target_session_attrs=prefer-standby); each prints
+its requests/s and p99, and the share of the database's transactions the standbys served.
+The faults then run with the router on, integrators only.
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ class HaCluster(Cluster):
             "WEBHOOK_RETRY_SCHEDULE": "1,2,5,10,30",
             "RATE_LIMIT_DEFAULT": f"{clustered.RATE_LIMIT}/minute",
             "RATE_LIMIT_BULK": f"{clustered.BULK_RATE_LIMIT}/minute",
+            # Every recipient of the read-scale phases calls from 127.0.0.1.
+            "RATE_LIMIT_TRACKING_PAGE": "100000/minute",
             "CONN_MAX_AGE": "60",
             "LOG_LEVEL": "INFO",
         }
@@ -182,7 +185,8 @@ def weigh_read_scale(cluster: HaCluster, seconds: int, users: int) -> tuple[list
         label = "reads on the standbys" if on else "primary only"
         phase = Phase(f"read scale, {label}", seconds, 2)
         before = transactions_by_node(cluster)
-        run_locust(phase, cluster, f"http://{HOST}:{cluster.balancer.port}", users)
+        host = f"http://{HOST}:{cluster.balancer.port}"
+        run_locust(phase, cluster, host, users + users // 2, ("Integrator", "Recipient"))
         after = transactions_by_node(cluster)
         done = {port: after[port] - before[port] for port in after}
         on_standbys = sum(n for port, n in done.items() if port != primary_port(cluster))
@@ -239,7 +243,9 @@ class Failovers:
         promoted = next(node for node in formation.nodes if node.port == port)
         self.note(f"first write after {written - killed:.1f} s, on {promoted.name}")
         formation.start_node(victim)
-        formation.wait_state(victim, STANDBY_STATES, timeout=120)
+        # Catching up after pg_rewind takes the WAL of the load meanwhile: on two busy cores,
+        # minutes.
+        formation.wait_state(victim, STANDBY_STATES, timeout=300)
         rejoined = time.monotonic()
         self.note(f"{victim.name} rejoined as a standby ({rejoined - killed:.1f} s after the kill)")
         return {
@@ -400,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         phase = Phase("two instances, primary killed", seconds, 2)
         failovers = Failovers(cluster, seconds, fractions).start()
         run_locust(phase, cluster, f"http://{HOST}:{cluster.balancer.port}", args.users)
-        failovers.thread.join(timeout=300)
+        failovers.thread.join(timeout=720)
         lag.stopping.set()
         cluster.reconnect()
         print("load done; waiting for every webhook to be delivered ...", flush=True)

@@ -20,6 +20,7 @@ import random
 import time
 import uuid
 from collections import Counter, defaultdict
+from urllib.parse import urlsplit
 
 from locust import HttpUser, between, events, task
 
@@ -31,6 +32,8 @@ RETRIES = 5
 LIVE_EVERY = float(os.environ.get("CLUSTER_LIVE_EVERY", "0"))
 
 batch_ids_of_key: dict[str, set[str]] = defaultdict(set)
+# The recipients' links of accepted drops (their paths), for `Recipient`.
+tracking_paths: list[str] = []
 accepted_of_batch: dict[str, set[str]] = defaultdict(set)
 statuses: Counter[str] = Counter()
 _next_tenant = iter(range(10**9))
@@ -62,6 +65,7 @@ def _live_drop(client_order_id: str) -> dict:
 class Integrator(HttpUser):
     # Short pauses: the run measures what the cluster can take, not a polite client.
     wait_time = between(0.01, 0.1)
+    weight = 2  # beside Recipient, when a run names both
 
     def on_start(self) -> None:
         tenant = TENANTS[next(_next_tenant) % len(TENANTS)]
@@ -203,7 +207,30 @@ class Integrator(HttpUser):
             if order["status"] == "accepted":
                 accepted_of_batch[data["batch_id"]].add(order["drop_id"])
                 (self.ids if ids is None else ids).append(order["client_order_id"])
+                tracking_paths.append(urlsplit(order["tracking_url"]).path)
         del self.ids[:-5000]  # keep memory bounded
+        del tracking_paths[:-5000]
+
+
+class Recipient(HttpUser):
+    """Someone opening the tracking link a business sent them (bench/ha.py's read-scale
+    phases name this class; bench/cluster.py runs Integrator alone). It never writes, so the
+    read router never keeps it on the primary for its own writes."""
+
+    wait_time = between(0.2, 1.0)
+    weight = 1
+
+    @task
+    def open_link(self) -> None:
+        if not tracking_paths:
+            return
+        path = random.choice(tracking_paths)
+        with self.client.get(path, name="recipient page", catch_response=True) as response:
+            statuses[f"recipient page {response.status_code}"] += 1
+            if response.status_code == 200:
+                response.success()
+            else:
+                response.failure(f"{response.status_code}")
 
 
 @events.test_stop.add_listener
