@@ -233,6 +233,7 @@ class Failovers:
 
     def kill_primary(self) -> dict:
         formation = self.cluster.formation
+        formation.wait_settled()
         victim = formation.primary()
         if victim is None:
             raise BenchError(f"no primary to kill: {formation.states()}")
@@ -400,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         scale_phases, scale = [], []
         if not args.short:
             scale_phases, scale = weigh_read_scale(cluster, args.scale_seconds, args.users)
+            print("\n".join(f"  read scale: {line}" for line in scale), flush=True)
         lag = LagSampler(cluster)
         lag.thread.start()
         cleanup.callback(lag.stopping.set)

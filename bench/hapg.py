@@ -230,6 +230,16 @@ class Formation:
                 return node
         return None
 
+    def wait_settled(self, timeout: float = 120) -> None:
+        """Until a node is `primary` (not `wait_primary`): its synchronous standby is in step.
+        Killed before that, a primary is not failed over: promoting the standby could lose
+        what the primary committed alone, and pg_auto_failover waits for it instead."""
+
+        def settled() -> bool:
+            return any(r == g == "primary" for r, g in self.states().values())
+
+        self._wait(settled, timeout, "a primary with its synchronous standby in step")
+
     def wait_state(self, node: Node, wanted: tuple[str, ...], timeout: float = 120) -> None:
         def reached() -> bool:
             reported, goal = self.states().get(node.name, ("", ""))

@@ -127,6 +127,14 @@ class PostgresCluster:
         self._pg_ctl("restart", "-m", "fast")
         self._wait_ready()
 
+    def crash_server(self) -> None:
+        """The postmaster gone as if killed: no shutdown checkpoint, sessions cut."""
+        self._run("pg_ctl", "-D", str(self.datadir), "-m", "immediate", "-w", "stop")
+
+    def promote(self) -> None:
+        """A standby becomes a primary (what a failover manager does on its decision)."""
+        self._run("pg_ctl", "-D", str(self.datadir), "-w", "-t", "60", "promote")
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -5,6 +5,9 @@ DATABASE_REPLICA_URL. Replay on the standby is paused on purpose (pg_wal_replay_
 replica lags as long as a test wants: what a request then reads tells where it read. A caller
 that just wrote reads its batch back at once (the primary); once READ_YOUR_WRITES_SECONDS have
 passed, the same read shows the replica's older state; nothing is lost when the replica stops.
+Last, the short form of `make ha-test`: the primary crashes, the standby is promoted, and
+the app (DATABASE_URL listing both, target_session_attrs=read-write) answers 503 in between
+and then writes to the new primary with no restart.
 """
 
 from __future__ import annotations
@@ -108,6 +111,13 @@ class Site:
         assert page.status == 200, page.body[:500]
         return reference.encode() in page.body
 
+    def caught_up(self) -> None:
+        with psycopg.connect(self.primary.url(DATABASE), autocommit=True) as conn:
+            written = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        with psycopg.connect(self.standby.url(DATABASE), autocommit=True) as conn:
+            replayed = "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn"
+            wait_for("the standby", lambda: conn.execute(replayed, [written]).fetchone()[0])
+
     def replay(self, paused: bool) -> None:
         verb = "pause" if paused else "resume"
         with psycopg.connect(self.standby.url(DATABASE), autocommit=True) as conn:
@@ -154,6 +164,12 @@ def site(tmp_path_factory, collected_static) -> Iterator[Site]:
         database = {"USER": primary.user, "HOST": primary.host, "PORT": primary.port}
         log_path = tmp_path_factory.mktemp("replica") / "gunicorn.log"
         server = Gunicorn({**database, "NAME": DATABASE}, log_path, conn_max_age=60)
+        # Both nodes, as a failover-ready deployment lists them: libpq keeps the writable one.
+        server.env["DATABASE_URL"] = (
+            f"postgres://{primary.user}@{primary.host}:{primary.port},"
+            f"{standby.host}:{standby.port}/{DATABASE}?target_session_attrs=read-write"
+            "&connect_timeout=2"
+        )
         server.env["STATIC_ROOT"] = str(collected_static)
         server.env["DATABASE_REPLICA_URL"] = standby.url(DATABASE)
         server.env["READ_YOUR_WRITES_SECONDS"] = str(READ_YOUR_WRITES_SECONDS)
@@ -259,3 +275,28 @@ def test_writes_go_to_the_primary_and_reads_survive_a_stopped_replica(site):
         wait_for("reads from the replica again", lambda: site.track("DOWN-3") == "NOT_FOUND")
     finally:
         site.replay(paused=False)
+
+
+def test_after_a_failover_the_app_writes_to_the_new_primary_without_a_restart(site):
+    """Last: the primary is lost for good. The manager's part (pg_auto_failover in make
+    ha-test) is played by `pg_ctl promote`; the app's part is the multi-host URL."""
+    site.create("FAIL-1")
+    site.caught_up()  # what a synchronous standby promises before the 200 (make ha-test)
+    site.primary.crash_server()
+
+    refused = site.server.bulk(orjson.dumps(one_drop("FAIL-2")), site.key, str(uuid.uuid4()))
+    assert refused.status == 503, refused.body[:500]  # no node takes writes: retry later
+    assert refused.json()["error"]["code"] == "SERVICE_UNAVAILABLE"
+
+    site.standby.promote()
+    key = str(uuid.uuid4())
+    body = orjson.dumps(one_drop("FAIL-2"))
+    answered = wait_for("a write on the new primary", lambda: _answered(site, body, key))
+    assert answered.status == 200, answered.body[:500]
+    assert site.track("FAIL-1") != "NOT_FOUND"  # acknowledged before the loss, still there
+    assert site.track("FAIL-2") != "NOT_FOUND"
+
+
+def _answered(site: Site, body: bytes, key: str) -> Reply | None:
+    reply = site.server.bulk(body, site.key, key)
+    return None if reply.status == 503 else reply
