@@ -187,7 +187,16 @@ if (_replica := env_optional_database_url("DATABASE_REPLICA_URL")) is not None:
             for name in ("CONN_MAX_AGE", "CONN_HEALTH_CHECKS", "DISABLE_SERVER_SIDE_CURSORS")
             if name in DATABASES["default"]
         },
-        "OPTIONS": {**DATABASES["default"].get("OPTIONS", {}), **_replica.get("OPTIONS", {})},
+        # The driver's options this file sets, not the primary URL's own (its
+        # target_session_attrs=read-write would refuse every standby).
+        "OPTIONS": {
+            **{
+                name: value
+                for name, value in DATABASES["default"].get("OPTIONS", {}).items()
+                if name in ("server_side_binding", "prepare_threshold")
+            },
+            **_replica.get("OPTIONS", {}),
+        },
     }
     DATABASE_ROUTERS = ["core.replica.ReplicaRouter"]
 # How long a caller that wrote (an API key, or a browser session) reads from the

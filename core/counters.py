@@ -83,6 +83,17 @@ def forget(key: str) -> None:
     _store().forget(key)
 
 
+def hold(key: str, seconds: int, now: float | None = None) -> None:
+    """Mark `key` for the next `seconds`, from now whatever mark it had (read-your-writes,
+    core/replica.py): one statement, or one cache call."""
+    _store().hold(key, seconds, _ms(now))
+
+
+def held(key: str, now: float | None = None) -> bool:
+    """Whether `key` is marked now (hold)."""
+    return _store().held(key, _ms(now))
+
+
 def purge_ended(now: float | None = None) -> int:
     """Delete the database rows of windows that have ended; how many (Redis expires its own)."""
     deleted, _ = RateCounter.objects.filter(window_end_ms__lte=_ms(now)).delete()
@@ -127,6 +138,22 @@ class DatabaseStore:
 
     def forget(self, key: str) -> None:
         RateCounter.objects.filter(key=key).delete()
+
+    def hold(self, key: str, seconds: int, now_ms: int) -> None:
+        """A row whose window ends `seconds` from now (no hits): purge_ended deletes it later."""
+        connection = connections[router.db_for_write(RateCounter)]
+        quote = connection.ops.quote_name
+        table = quote(RateCounter._meta.db_table)
+        key_column, end, hits = (quote(name) for name in ("key", "window_end_ms", "hits"))
+        sql = (
+            f"INSERT INTO {table} ({key_column}, {end}, {hits}) VALUES (%s, %s, 0) "
+            f"ON CONFLICT ({key_column}) DO UPDATE SET {end} = excluded.{end}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [key, now_ms + seconds * 1000])
+
+    def held(self, key: str, now_ms: int) -> bool:
+        return RateCounter.objects.filter(key=key, window_end_ms__gt=now_ms).exists()
 
 
 class CacheStore:
@@ -190,6 +217,19 @@ class CacheStore:
         end = cache.get(window)
         # Its hits go too: a window reopened at the same millisecond would have the same end.
         cache.delete_many([window, self._hits_key(key, number, end)])
+
+    @_redis_call
+    def hold(self, key: str, seconds: int, now_ms: int) -> None:
+        cache.set(self._held_key(key), now_ms + seconds * 1000, timeout=seconds)
+
+    @_redis_call
+    def held(self, key: str, now_ms: int) -> bool:
+        until = cache.get(self._held_key(key))
+        return until is not None and until > now_ms
+
+    @staticmethod
+    def _held_key(key: str) -> str:
+        return f"{key}:held"
 
     @staticmethod
     def _incr(hits_key: str, lifetime: int) -> int:

@@ -8,7 +8,8 @@ the `replica` database, unless
 - no replica is configured (DATABASE_REPLICA_URL unset): every read is on the primary, and
   none of this costs a statement;
 - the caller wrote in the last READ_YOUR_WRITES_SECONDS (an API key, or a browser
-  session: `ReplicaReadsMiddleware` notes each write in the shared cache), so a
+  session: `ReplicaReadsMiddleware` notes each write in the counters' store, core/counters.py:
+  one upsert in the database, or one Redis call), so a
   batch just created is tracked at once, from the primary;
 - the read is inside a transaction (a lock, or a read that a write depends on), or names a
   model outside LAG_TOLERANT_APPS (sessions, users, the cache, rate counters);
@@ -28,9 +29,10 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.http import HttpRequest
+
+from core import counters
 
 REPLICA = "replica"
 # The apps whose rows a lagging read may show; everything else (auth, sessions, the cache
@@ -121,7 +123,9 @@ class ReplicaReadsMiddleware:
             and response.status_code < 500
             and (writer := writer_of(request))
         ):
-            cache.set(writer, True, timeout=settings.READ_YOUR_WRITES_SECONDS)
+            # Unmarked while the counters' store is down: held() then says "wrote" anyway.
+            with contextlib.suppress(counters.CountersUnavailable):
+                counters.hold(writer, settings.READ_YOUR_WRITES_SECONDS)
         return response
 
 
@@ -137,8 +141,15 @@ def writer_of(request) -> str | None:
 
 
 def wrote_lately(request) -> bool:
+    """Whether the caller wrote in the last READ_YOUR_WRITES_SECONDS; yes when the counters'
+    store cannot say."""
     writer = writer_of(request)
-    return writer is not None and cache.get(writer) is not None
+    if writer is None:
+        return False
+    try:
+        return counters.held(writer)
+    except counters.CountersUnavailable:
+        return True
 
 
 def _replica_answers() -> bool:

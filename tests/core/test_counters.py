@@ -75,6 +75,26 @@ def test_forget_closes_the_window(db, counter_store, frozen):
     assert counters.count("k", 60) == Window(hits=1, ends_at=NOW + 60)
 
 
+def test_hold_marks_a_key_from_now_and_a_later_hold_extends_it(db, counter_store, frozen):
+    assert not counters.held("w")
+    counters.hold("w", 5)
+    frozen.shift(4)
+    assert counters.held("w")
+    counters.hold("w", 5)  # held again at 4 s: until 9 s, not 5 s
+    frozen.shift(4)
+    assert counters.held("w")
+    assert not counters.held("other")
+    frozen.shift(1)
+    assert not counters.held("w")
+
+
+def test_a_hold_is_one_statement_and_a_check_one_read(db, frozen):
+    with CaptureQueriesContext(connection) as captured:
+        counters.hold("w", 5)
+        counters.held("w")
+    assert [q["sql"].split()[0] for q in captured] == ["INSERT", "SELECT"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_hits_all_land_and_each_sees_its_own_count(counter_store):
     threads, each = 20, 25
