@@ -142,3 +142,33 @@ def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
     assert kept == {"api key by digest", "tracking drops", "tracking orders"}
     # The key; active, then finished drops for the id found in neither; one orders' read.
     assert len(reads._compiled) == 4
+
+
+# The statements of each small call (issue 34), warmed: the key's last use already written
+# and the row shapes compiled. Equal, not at most: a statement saved is written down here as
+# surely as one added is noticed. Auth (the key, its business and plan in one read) and the
+# rate counter (one upsert) are the first two of every call.
+SMALL_CALLS = {
+    "GET /account": 5,  # + the vehicle multipliers, the wallet, the COD account
+    "tracking 1 id": 4,  # + the drops, their orders
+    "GET /orders?limit=20": 5,  # + the page's keys, the drops, their orders
+    "quote of 1 drop": 8,  # + vehicles, wallet, area, hours, duplicates, the quote kept
+    "bulk of 1 drop": 20,  # one transaction: its writes, by COPY, and its event
+}
+
+
+def test_each_small_call_costs_its_statements(open_for_business, rich, api):
+    api.bulk(batch(group(drop("SC-0"))), rich.sandbox_key)
+    key = rich.sandbox_key
+    fresh = iter(range(1, 100))
+    calls = {
+        "GET /account": lambda: api.get("/account", key),
+        "tracking 1 id": lambda: api.track(["SC-0"], key),
+        "GET /orders?limit=20": lambda: api.get("/orders?limit=20", key),
+        "quote of 1 drop": lambda: api.post("/orders/quote", batch(group(drop("SC-Q"))), key),
+        "bulk of 1 drop": lambda: api.bulk(batch(group(drop(f"SC-{next(fresh)}"))), key),
+    }
+    for call in calls.values():  # warm: compiled SQL, cached shapes
+        call()
+    counted = {name: queries_of(call)[0] for name, call in calls.items()}
+    assert counted == SMALL_CALLS
