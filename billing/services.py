@@ -303,9 +303,12 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
             "return_fee_percent": str(plan.return_fee_percent) if plan else None,
             "cod_fee_percent": str(plan.cod_fee_percent) if plan else None,
             # What a pickup group's vehicle multiplies the delivery price by (docs/contract.md §18).
-            "vehicle_multipliers": dict(
-                VehicleType.objects.filter(active=True).values_list("code", "price_multiplier")
-            ),
+            "vehicle_multipliers": {
+                code: str(multiplier)
+                for code, multiplier in VehicleType.objects.filter(active=True).values_list(
+                    "code", "price_multiplier"
+                )
+            },
         },
     }
     if business.billing_model == BillingModel.WALLET:
