@@ -89,6 +89,8 @@ class HaCluster(Cluster):
         cleanup.callback(lambda: self.db.close())
         print("migrating and seeding through the primary ...", flush=True)
         manage(self.env, "migrate", "--noinput", "-v0")
+        # The recipients' pages name hashed static files (DEBUG off): collected once, here.
+        manage(self.env, "collectstatic", "--noinput", "-v0")
         manage(self.env, "seed_demo")
         manage(self.env, "shell", "-c", SEED_SNIPPET)
         self.receiver = WebhookReceiver()
@@ -130,6 +132,7 @@ class HaCluster(Cluster):
             "RATE_LIMIT_TRACKING_PAGE": "100000/minute",
             "CONN_MAX_AGE": "60",
             "LOG_LEVEL": "INFO",
+            "STATIC_ROOT": str(self.workdir / "static"),
         }
 
     def connect(self, dbname: str = DB_NAME) -> psycopg.Connection:
