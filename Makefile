@@ -28,6 +28,7 @@ run: $(STAMP)
 	@echo "Dashboard:   http://$(HOST):$(PORT)/  (sign in with the dashboard login above)"
 	@echo "Console:     http://$(HOST):$(PORT)/admin/  (operators: the admin login above)"
 	@echo "API:         http://$(HOST):$(PORT)/api/v1/  (docs at /api/v1/docs/; PORT=$(PORT), change with make run PORT=...)"
+	@echo "MCP:         http://$(HOST):$(PORT)/mcp  (for AI assistants, the sandbox key above as Bearer: docs/agents.md)"
 	@# bin/serve.py starts gunicorn and the task worker and stops both, whatever stops make run:
 	@# Ctrl-C, SIGTERM or SIGHUP to make (it notices make's death), or either of them exiting.
 	@BASE_URL=$(BASE_URL) exec $(PY) bin/serve.py --bind $(HOST):$(PORT) --workers 2
