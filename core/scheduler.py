@@ -57,7 +57,9 @@ def enqueue_due_jobs(
         ).values_list("job", "due_at")
     )
     claimed = []
-    for job, due_at in slots.items():
+    # The longest period first: two workers starting seconds apart compute the same slot of
+    # an hourly job, not always of a 10-second one, so they meet on their first claim.
+    for job, due_at in sorted(slots.items(), key=lambda item: -schedule[item[0]]):
         if (job, due_at) in taken or (task := _task_of(job)) is None:
             continue
         slot = PeriodicSlot(job=job, due_at=due_at, claimed_at=now, worker_id=worker_id)

@@ -421,14 +421,17 @@ def _name_duplicates_refused_for_balance(
 ) -> None:
     """Rule 10 before rule 11 for the drops refused for their balance: written with no id
     looked up, the index vouched for every accepted drop's id, not for theirs. One that an
-    active drop holds is a duplicate. A refused drop spent nothing, so no other decision
-    changes."""
+    active drop held before this batch is a duplicate; one that only a later drop of this
+    batch took stays refused for its balance (rule 10 names earlier drops only). A refused
+    drop spent nothing, so no other decision changes."""
     refused = written.refused_for_balance
     if not refused:
         return
     taken = taken_ids(
         business, environment, [written.results[i]["client_order_id"] for i in refused]
     )
+    # An id this batch accepted was free before it (the unique index let it in).
+    taken -= {r["client_order_id"] for r in written.results if r["status"] == "accepted"}
     for i in refused:
         entry = written.results[i]
         if entry["client_order_id"] in taken:

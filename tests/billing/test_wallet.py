@@ -420,3 +420,25 @@ def test_drop_past_pickup_is_not_cancellable_and_not_refunded(open_for_business,
     assert Drop.objects.get().status == DropStatus.PICKED_UP
     assert not LedgerEntry.objects.filter(kind=EntryKind.REFUND).exists()
     assert assert_ledger_consistent(alice) == Decimal("97.17")
+
+
+def test_a_drop_refused_for_its_balance_is_no_duplicate_of_a_later_drop_of_its_batch(
+    open_for_business, make_tenant, api
+):
+    """Rule 10 names an *earlier* accepted drop of the batch (docs/contract.md §4): the far
+    drop, too dear, comes first; the near one with the same id, affordable, comes after and
+    is accepted. Found by the ledger state machine (tests/billing/test_ledger_state_machine.py)."""
+    tenant = make_tenant(sandbox_balance="3.00", base_fee="2", per_km_fee="0.5")
+    body = batch(
+        group(
+            drop("TWICE-1", lat=11.661, long=104.85),  # ~14 km: 9.00, above the balance
+            drop("TWICE-1", lat=11.5696, long=104.921),  # ~2 km: under 3.00
+        )
+    )
+
+    orders = api.bulk(body, tenant.sandbox_key).json()["data"]["orders"]
+
+    assert [o.get("failure_reason", o["status"]) for o in orders] == [
+        "INSUFFICIENT_BALANCE",
+        "accepted",
+    ]

@@ -55,9 +55,9 @@ def test_every_scheduled_job_is_a_task_that_runs_on_an_empty_database(db):
 def test_a_slot_is_enqueued_once_and_the_next_slot_again(db):
     first = enqueue_due_jobs(worker_id="w1", now=NOW, schedule=TWO_JOBS)
 
-    assert [(s.job, s.due_at) for s in first] == [
-        (DISPATCH, datetime(2026, 11, 23, 3, 0, tzinfo=UTC)),
+    assert [(s.job, s.due_at) for s in first] == [  # the hourly job first: longest period
         (PURGE, datetime(2026, 11, 23, 3, 0, tzinfo=UTC)),
+        (DISPATCH, datetime(2026, 11, 23, 3, 0, tzinfo=UTC)),
     ]
     assert (
         enqueue_due_jobs(worker_id="w2", now=NOW + timedelta(seconds=17), schedule=TWO_JOBS) == []
