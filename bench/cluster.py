@@ -293,6 +293,34 @@ def run_locust(
 # --------------------------------------------------------------------------- the run
 
 
+# Run inside `manage.py shell -c`: the demo data, SEED_SNIPPET, then the load's tenants (some
+# wallets run dry during the run: INSUFFICIENT_BALANCE must stop them at 0) and last the
+# probe; prints them as one JSON list.
+PROVISION_SNIPPET = (
+    "from django.core.management import call_command\n"
+    'call_command("seed_demo")\n'
+    + SEED_SNIPPET
+    + f"""
+import json
+from decimal import Decimal
+from console.provisioning import provision_business
+made = [
+    provision_business(
+        name=f"Load {{i}}", email=f"load{{i}}@example.com",
+        sandbox_balance=Decimal("200.00" if i % 3 == 0 else "1000000.00"),
+        live_balance=Decimal("1000000.00"),
+    )
+    for i in range({TENANTS})
+]
+made.append(provision_business(name="Probe", email="probe@example.com"))
+print(json.dumps([
+    {{"business_id": str(m.business.pk), "sandbox_key": m.sandbox_key, "live_key": m.live_key}}
+    for m in made
+]))
+"""
+)
+
+
 class Cluster:
     def __init__(self, cleanup: contextlib.ExitStack, short: bool) -> None:
         self.short = short
@@ -321,8 +349,9 @@ class Cluster:
         }
         print("migrating and seeding through PgBouncer ...", flush=True)
         manage(self.env, "migrate", "--noinput", "-v0")
-        manage(self.env, "seed_demo")
-        manage(self.env, "shell", "-c", SEED_SNIPPET)
+        # The demo data, the bench's places and every tenant in one process: a management
+        # command's own process costs ~2 s of Django start-up, ~4 s beside the suite.
+        provisioned = manage(self.env, "shell", "-c", PROVISION_SNIPPET)
         self.receiver = WebhookReceiver()
         cleanup.callback(self.receiver.stop)
         self.apps = [Gunicorn(self.env, 2, self.workdir / f"app{i}.log") for i in range(2)]
@@ -333,7 +362,7 @@ class Cluster:
         cleanup.callback(self.balancer.stop)
         self.balancer.start()
         wait_port(self.balancer.port, "haproxy")
-        self.tenants = self._provision()
+        self.tenants = self._provision(orjson.loads(provisioned.strip().splitlines()[-1]))
         self.workers: list[Worker] = []
         cleanup.callback(lambda: [w.stop() for w in self.workers])
         for _ in range(2):
@@ -346,20 +375,14 @@ class Cluster:
             flush=True,
         )
 
-    def _provision(self) -> list[dict]:
+    def _provision(self, provisioned: list[dict]) -> list[dict]:
+        """The tenants PROVISION_SNIPPET made (the last one is the probe), each with a webhook
+        endpoint per environment."""
         tenants, secrets = [], []
-        for i in range(TENANTS):
-            # Some wallets run dry during the run: INSUFFICIENT_BALANCE must stop them at 0.
-            balance = "200.00" if i % 3 == 0 else "1000000.00"
-            out = manage(
-                self.env, "provision_business", "--name", f"Load {i}", "--email",
-                f"load{i}@example.com", "--sandbox-balance", balance,
-                "--live-balance", "1000000.00", "--json",
-            )  # fmt: skip
-            provisioned = orjson.loads(out.strip().splitlines()[-1])
-            key = provisioned["sandbox_key"]
+        for i, made in enumerate(provisioned[:-1]):
+            key = made["sandbox_key"]
             # An endpoint per environment: the live batches' events are delivered too.
-            for suffix, endpoint_key in (("", key), ("-live", provisioned["live_key"])):
+            for suffix, endpoint_key in (("", key), ("-live", made["live_key"])):
                 status, answer = self.call("POST", "/api/v1/webhook-endpoints", endpoint_key, {
                     "url": self.receiver.url(f"/t{i}{suffix}"), "event_types": ["*"],
                 })  # fmt: skip
@@ -370,16 +393,12 @@ class Cluster:
                 {
                     "name": f"load{i}",
                     "key": key,
-                    "live_key": provisioned["live_key"],
-                    "business_id": provisioned["business_id"],
+                    "live_key": made["live_key"],
+                    "business_id": made["business_id"],
                 }
             )
         self.receiver.trust(*secrets)
-        out = manage(
-            self.env, "provision_business", "--name", "Probe", "--email", "probe@example.com",
-            "--json",
-        )  # fmt: skip
-        probe = orjson.loads(out.strip().splitlines()[-1])
+        probe = provisioned[-1]
         self.probe = {"key": probe["sandbox_key"], "business_id": probe["business_id"]}
         path = self.workdir / "tenants.json"
         path.write_text(json.dumps(tenants))

@@ -30,5 +30,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# Each test's client builds its own middleware, and WhiteNoise would list every static file
+# at each build (~0.17 s, a fifth of a small test): found per request instead, as DEBUG does.
+WHITENOISE_AUTOREFRESH = True
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests

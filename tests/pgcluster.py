@@ -85,6 +85,8 @@ class PostgresCluster:
             "-X",
             "stream",
             "--no-sync",
+            # At once: the default waits for a spread checkpoint, up to two minutes of idling.
+            "--checkpoint=fast",
         )
         self.start_server()
         return self
