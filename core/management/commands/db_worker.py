@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
 
 from django.db import InterfaceError, OperationalError, connections
@@ -34,8 +35,18 @@ MAX_WAIT_SECONDS = 10.0
 
 class ResilientWorker(upstream.Worker):
     def shutdown(self, signum, frame) -> None:
-        """The library's graceful stop, told to the running task too (core.stopping)."""
+        """The library's graceful stop, told to the running task too (core.stopping).
+
+        Between tasks the library exits from the signal handler at once, wherever the loop
+        is; inside its claiming transaction (or its commit) that left the connection in the
+        transaction, and the worker exited 1 with a traceback instead of 0. There the loop
+        is only told to stop: it ends after the transaction, running a task it just claimed.
+        """
         stopping.requested.set()
+        if self.running and not self.running_task and _in_transaction():
+            logger.warning("Received %s - stopping after this claim.", signal.strsignal(signum))
+            self.running = False
+            return
         super().shutdown(signum, frame)
 
     def run(self) -> None:
@@ -55,6 +66,14 @@ class ResilientWorker(upstream.Worker):
                 connections.close_all()
                 time.sleep(wait)
                 wait = min(wait * 2, MAX_WAIT_SECONDS)
+
+
+def _in_transaction() -> bool:
+    """Whether any open connection of this thread is inside a transaction (or committing)."""
+    return any(
+        conn.connection is not None and (conn.in_atomic_block or not conn.autocommit)
+        for conn in connections.all(initialized_only=True)
+    )
 
 
 # The library's command builds its worker from this module attribute: ours is built instead.
