@@ -9,9 +9,10 @@ from django.utils import timezone
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
+from billing.account import account_answer
 from billing.cod import CodExceedsOwed, CodNotCreditable, cod_summary, credit_wallet
 from billing.schema import ACCOUNT, CREDIT_WALLET, CodCredited
-from billing.services import account_summary, read_wallet
+from billing.services import read_wallet
 from core.api import ApiError, envelope, json_body, validation_error
 from core.formats import money
 
@@ -22,17 +23,15 @@ MONEY_TEXT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?\Z")
 class AccountViewSet(viewsets.ViewSet):
     @ACCOUNT
     def list(self, request):
-        business, environment = request.auth.business, request.auth.environment
-        summary = account_summary(business=business, environment=environment, at=timezone.now())
         # Built as the wire shape (billing.schema.Account documents it; a test holds the two
         # equal): rendering through the nested serializers cost more than the reads.
-        data = {
-            "business": {"id": str(business.pk), "name": business.name},
-            "environment": environment,
-            **summary,
-            "cod": _cod(business, environment),
-        }
-        return envelope(data)
+        return envelope(
+            account_answer(
+                business=request.auth.business,
+                environment=request.auth.environment,
+                at=timezone.now(),
+            )
+        )
 
     @CREDIT_WALLET
     @action(detail=False, methods=["post"], url_path="cod/credit-wallet")

@@ -134,7 +134,7 @@ def test_an_unhandled_error_is_logged_with_the_request_id(alice, api, json_log, 
     def broken(**kwargs):
         raise RuntimeError("the summary is broken")
 
-    monkeypatch.setattr(billing.api, "account_summary", broken)
+    monkeypatch.setattr(billing.api, "account_answer", broken)
     response = api.get("/account", alice.sandbox_key)
 
     assert_error(response, 500, "INTERNAL_ERROR")

@@ -149,7 +149,7 @@ def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
 # surely as one added is noticed. Auth (the key, its business and plan in one read) and the
 # rate counter (one upsert) are the first two of every call.
 SMALL_CALLS = {
-    "GET /account": 5,  # + the vehicle multipliers, the wallet, the COD account
+    "GET /account": 3,  # + one read of the rest (billing/account.py)
     "tracking 1 id": 4,  # + the drops, their orders
     "GET /orders?limit=20": 5,  # + the page's keys, the drops, their orders
     "quote of 1 drop": 8,  # + vehicles, wallet, area, hours, duplicates, the quote kept
