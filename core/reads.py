@@ -68,6 +68,17 @@ def row_compiled_once(
         return cursor.fetchone()
 
 
+def typed_rows_compiled_once(
+    key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
+) -> list[tuple]:
+    """Every row of `queryset()` (a values_list) as the database driver types them, the SQL
+    kept as in rows_compiled_once: for a read of a few rows on every request whose values
+    are used as values (times as datetimes), not only sent on."""
+    with connections[read_alias()].cursor() as cursor:
+        cursor.execute(*_compiled_once(key, params, queryset))
+        return cursor.fetchall()
+
+
 def _compiled_once(
     key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
 ) -> tuple[str, Sequence]:

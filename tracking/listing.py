@@ -59,6 +59,7 @@ from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, Tuple
 from django.utils import timezone
 
 from core.cursors import InvalidCursor, make_cursor, read_cursor
+from core.reads import typed_rows_compiled_once
 from core.replica import reads_on_primary
 from orders.models import INITIAL_STATUSES, UNCHANGED_SINCE_CREATED, Drop, DropStatus
 from tracking.selectors import entries_by_drop_id
@@ -149,16 +150,7 @@ def _page(
     if cursor:
         after = _position(read_cursor(cursor, salt=CURSOR_SALT, filters=fingerprint))
     horizon = sync_horizon() if filters.by_change else None
-    keys = list(
-        page_keys(
-            business=business,
-            environments=environments,
-            filters=filters,
-            after=after,
-            horizon=horizon,
-            limit=limit,
-        )
-    )
+    keys = _keys(business, environments, filters, after, horizon, limit)
     shown, has_more = keys[:limit], len(keys) > limit
     entries = entries_by_drop_id([pk for pk, _ in shown]) if shown else {}
     orders = [entries[str(pk)] for pk, _ in shown if str(pk) in entries]
@@ -170,6 +162,43 @@ def _page(
         position = [] if last is None else [last[0].isoformat(), str(last[1])]
         next_cursor = make_cursor(salt=CURSOR_SALT, position=position, filters=fingerprint)
     return DropPage(orders, has_more, next_cursor)
+
+
+def _keys(
+    business,
+    environments: Sequence[str],
+    filters: DropFilters,
+    after: tuple[datetime, uuid.UUID] | None,
+    horizon: datetime | None,
+    limit: int,
+) -> list[tuple[uuid.UUID, datetime]]:
+    """page_keys' rows. The API's usual page (newest first, by status at most) keeps the SQL
+    Django compiled for its shape (core.reads): building and compiling the union of one
+    branch per status cost more than the database takes to answer it (docs/decisions.md,
+    "Issue 34"). Any other page is compiled as it comes."""
+
+    def query() -> QuerySet:
+        return page_keys(
+            business=business,
+            environments=environments,
+            filters=filters,
+            after=after,
+            horizon=horizon,
+            limit=limit,
+        )
+
+    plain = DropFilters(statuses=filters.statuses)
+    if filters != plain or not connection.features.supports_slicing_ordering_in_compound:
+        return list(query())
+    statuses = tuple(filters.statuses) or tuple(DropStatus.values)
+    shape = ("page keys", len(environments), statuses, after is not None, limit)
+    params = [
+        value
+        for environment in environments
+        for status in statuses
+        for value in (business.pk, environment, status, *(after or ()))
+    ]
+    return typed_rows_compiled_once(shape, params, query)
 
 
 def page_keys(

@@ -413,3 +413,33 @@ def test_the_api_cursor_fingerprint_did_not_change(alice):
         "updated_since",
         "contains",
     }
+
+
+def test_the_usual_pages_keep_their_compiled_sql_and_list_as_compiled_afresh(
+    open_for_business, alice, api
+):
+    """Newest first, by status at most: the SQL of each shape is kept (tracking.listing._keys,
+    issue 34), and each page lists what page_keys compiled afresh lists."""
+    from django.db import connection
+
+    from core import reads
+    from tracking.listing import page_keys
+
+    place(api, alice.sandbox_key, *[f"SHAPE-{i}" for i in range(7)])
+    advance(api, alice.sandbox_key, "SHAPE-1", "SHAPE-4")
+    reads._compiled.clear()
+    for status in ("", "PENDING", "ASSIGNED,PENDING"):
+        pages = every_page(
+            api, alice.sandbox_key, limit=3, **({"status": status} if status else {})
+        )
+        statuses = tuple(status.split(",")) if status else ()
+        fresh = page_keys(
+            business=alice.business, environments=["sandbox"],
+            filters=DropFilters(statuses=statuses), after=None, horizon=None, limit=100,
+        )  # fmt: skip
+        listed = [entry["client_order_id"] for page in pages for entry in page["orders"]]
+        by_id = dict(Drop.objects.values_list("id", "client_order_id"))
+        assert listed == [by_id[pk] for pk, _ in fresh]
+    kept = [key for vendor, key in reads._compiled if key[0] == "page keys"]
+    # Per status list: a first page and a page after a cursor.
+    assert connection.vendor != "postgresql" or len(kept) == 6, kept
