@@ -9,14 +9,10 @@ from datetime import timedelta
 from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
-from rest_framework.settings import api_settings
 
 from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
 from accounts.models import ApiKey, Business
-from accounts.permissions import PERMITTED_STAGES
-from core import counters
-from core.reads import row_compiled_once, sql_compiled_once
-from core.throttling import rate_of
+from core.reads import row_compiled_once
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -29,9 +25,6 @@ class KeyPrincipal:
     environment: str
     key: ApiKey
     is_authenticated: bool = True
-    # The call's hit of its rate counter, when authentication counted it in its own statement
-    # (the throttle's scope and its window; core/throttling.py uses it instead of counting).
-    counted: tuple[str, counters.Window] | None = None
 
 
 # The key, its business and the business's pricing plan, read as one row on PostgreSQL: the
@@ -55,42 +48,15 @@ def unrevoked_key(digest: str) -> ApiKey | None:
             .filter(digest=digest, revoked_at__isnull=True)
             .first()
         )
-    return _made(row_compiled_once(("api key by digest",), [digest], _by_digest(digest)))
-
-
-def unrevoked_key_counted(
-    digest: str, environment: str, scope: str
-) -> tuple[ApiKey | None, counters.Window | None] | None:
-    """unrevoked_key, and in the same statement the call's hit of its rate counter in `scope`
-    when the key's business may call with a key of `environment` (PERMITTED_STAGES; a call
-    the permission classes refuse is never counted). None when the counters' store cannot
-    (core.counters.count_beside): the caller reads and counts apart."""
-    if connection.vendor != "postgresql":
-        return None
-    key_sql = sql_compiled_once(("api key by digest",), [digest], _by_digest(digest))
-    rate = rate_of(scope)
-    found = counters.count_beside(
-        key_sql,
-        (f"ratelimit:{scope}:", "id"),
-        ("business__stage", PERMITTED_STAGES[environment]),
-        rate.period,
+    row = row_compiled_once(
+        ("api key by digest",),
+        [digest],
+        lambda: (
+            ApiKey.objects.filter(digest=digest, revoked_at__isnull=True)
+            .order_by("pk")
+            .values_list(*_COLUMNS)[:1]
+        ),
     )
-    if found is None:
-        return None
-    row, window = found
-    return _made(row), window
-
-
-def _by_digest(digest: str):
-    return lambda: (
-        ApiKey.objects.filter(digest=digest, revoked_at__isnull=True)
-        .order_by("pk")
-        .values_list(*_COLUMNS)[:1]
-    )
-
-
-def _made(row: tuple | None) -> ApiKey | None:
-    """The key, its business and plan from their row, as select_related makes them."""
     if row is None:
         return None
     made, start = [], 0
@@ -102,20 +68,6 @@ def _made(row: tuple | None) -> ApiKey | None:
     business.pricing_plan = plan  # None when the business has none (the join found no row)
     key.business = business
     return key
-
-
-def _scope_counted_with_the_key(request) -> str | None:
-    """The view's throttle scope, when its call may be counted in the key's own statement:
-    the view asks for the default permission classes and throttle and nothing more, so
-    PERMITTED_STAGES says all that could refuse the call before it is counted."""
-    view = (getattr(request, "parser_context", None) or {}).get("view")
-    if view is None:
-        return None
-    if list(view.permission_classes) != list(api_settings.DEFAULT_PERMISSION_CLASSES):
-        return None
-    if list(view.throttle_classes) != list(api_settings.DEFAULT_THROTTLE_CLASSES):
-        return None
-    return getattr(view, "throttle_scope", None) or "default"
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -132,20 +84,15 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not KEY_PATTERN.match(token):
             raise exceptions.AuthenticationFailed("The API key is malformed.")
         digest = digest_of(token)
-        environment = ENVIRONMENT_OF_MARKER[token[:9]]
-        scope = _scope_counted_with_the_key(request)
-        found = None if scope is None else unrevoked_key_counted(digest, environment, scope)
-        key, window = (unrevoked_key(digest), None) if found is None else found
+        key = unrevoked_key(digest)
         # The digest was found through a unique index; compare in constant time anyway.
         if key is None or not hmac.compare_digest(key.digest, digest):
             raise exceptions.AuthenticationFailed("The API key is unknown or revoked.")
         # Whether this account may call at all is for the permission classes
         # (accounts.permissions): authentication only says who is calling.
+        environment = ENVIRONMENT_OF_MARKER[token[:9]]
         self._touch(key)
-        counted = None if window is None else (scope, window)
-        principal = KeyPrincipal(
-            business=key.business, environment=environment, key=key, counted=counted
-        )
+        principal = KeyPrincipal(business=key.business, environment=environment, key=key)
         return principal, principal
 
     def authenticate_header(self, request):

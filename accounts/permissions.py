@@ -8,16 +8,8 @@ from __future__ import annotations
 
 from rest_framework.permissions import BasePermission
 
-from accounts.models import Environment, Stage
+from accounts.models import Environment
 from core.api import ApiError
-
-# The stages whose keys the two default classes below let call, by the key's environment:
-# what authentication counts a call against before they run (accounts/auth.py). A test
-# holds the two equal.
-PERMITTED_STAGES = {
-    Environment.SANDBOX: (Stage.APPROVED, Stage.LIVE),
-    Environment.LIVE: (Stage.LIVE,),
-}
 
 
 class AccountIsActive(BasePermission):

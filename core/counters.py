@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -73,26 +73,6 @@ def count(key: str, period: int, now: float | None = None) -> Window:
     return _store().count(key, period, _ms(now))
 
 
-def count_beside(
-    row: tuple[str, Sequence],
-    counter: tuple[str, str],
-    allowed: tuple[str, Sequence[str]],
-    period: int,
-    now: float | None = None,
-) -> tuple[tuple | None, Window | None] | None:
-    """The row that the SELECT `row` (sql, params) finds, at most one, and in the same
-    statement one hit of the counter `counter[0]` + the row's column `counter[1]`, counted
-    only when the row's column `allowed[0]` holds one of `allowed[1]`: (row, its window, or
-    None when not counted); (None, None) when no row. None when this store cannot (Redis,
-    or a database other than PostgreSQL): the caller reads and counts apart.
-
-    One round trip where two were (an API key's lookup and its rate counter, accounts/auth.py).
-    """
-    if _store() is not DATABASE:
-        return None
-    return DATABASE.count_beside(row, counter, allowed, period, _ms(now))
-
-
 def live_hits(keys: list[str], now: float | None = None) -> dict[str, int]:
     """Hits in each counter's open window, counting nothing; a counter without one is absent."""
     return _store().live_hits(keys, _ms(now))
@@ -132,60 +112,25 @@ def _store() -> DatabaseStore | CacheStore:
 class DatabaseStore:
     def count(self, key: str, period: int, now_ms: int) -> Window:
         connection = connections[router.db_for_write(RateCounter)]
-        sql = f"INSERT INTO {self._table(connection)} VALUES (%s, %s, 1) {self._hit(connection)}"
+        quote = connection.ops.quote_name
+        table = quote(RateCounter._meta.db_table)
+        key_column, end, hits = (quote(name) for name in ("key", "window_end_ms", "hits"))
+        ended = f"{table}.{end} <= %s"
+        # One statement, whichever happens: a new counter, a hit in the open window, or the
+        # first hit after the window ended (both CASEs read the row as it was before).
+        sql = (
+            f"INSERT INTO {table} ({key_column}, {end}, {hits}) VALUES (%s, %s, 1) "
+            f"ON CONFLICT ({key_column}) DO UPDATE SET "
+            f"{end} = CASE WHEN {ended} THEN excluded.{end} ELSE {table}.{end} END, "
+            f"{hits} = CASE WHEN {ended} THEN 1 ELSE {table}.{hits} + 1 END "
+            f"RETURNING {end}, {hits}"
+        )
         # Called in autocommit (no caller holds a transaction open around it), so the row lock
         # lasts this one statement.
         with connection.cursor() as cursor:
             cursor.execute(sql, [key, now_ms + period * 1000, now_ms, now_ms])
             window_end_ms, counted = cursor.fetchone()
         return Window(hits=counted, ends_at=window_end_ms / 1000)
-
-    def count_beside(self, row, counter, allowed, period: int, now_ms: int):
-        connection = connections[router.db_for_write(RateCounter)]
-        if connection.vendor != "postgresql":
-            return None
-        (row_sql, row_params), (prefix, id_column), (column, values) = row, counter, allowed
-        quote = connection.ops.quote_name
-        # The row first (MATERIALIZED: read once), then the upsert of its counter, fed by it.
-        sql = (
-            f"WITH found AS MATERIALIZED ({row_sql}), "
-            f"hit AS (INSERT INTO {self._table(connection)} "
-            f"SELECT %s || found.{quote(id_column)}::text, %s, 1 FROM found "
-            f"WHERE found.{quote(column)} = ANY(%s) {self._hit(connection)}) "
-            "SELECT found.*, hit.* FROM found LEFT JOIN hit ON true"
-        )
-        params = [*row_params, prefix, now_ms + period * 1000, list(values), now_ms, now_ms]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            found = cursor.fetchone()
-        if found is None:
-            return None, None
-        window_end_ms, counted = found[-2:]
-        window = None if counted is None else Window(hits=counted, ends_at=window_end_ms / 1000)
-        return found[:-2], window
-
-    @staticmethod
-    def _table(connection) -> str:
-        """The counters' table and its columns, as an INSERT names them."""
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(name) for name in ("key", "window_end_ms", "hits"))
-        return f"{quote(RateCounter._meta.db_table)} ({columns})"
-
-    @staticmethod
-    def _hit(connection) -> str:
-        """What makes an INSERT of a counter's first hit a hit of any counter: one statement,
-        whichever happens (a new counter, a hit in the open window, or the first hit after
-        the window ended; both CASEs read the row as it was before). Binds now twice."""
-        quote = connection.ops.quote_name
-        table = quote(RateCounter._meta.db_table)
-        key_column, end, hits = (quote(name) for name in ("key", "window_end_ms", "hits"))
-        ended = f"{table}.{end} <= %s"
-        return (
-            f"ON CONFLICT ({key_column}) DO UPDATE SET "
-            f"{end} = CASE WHEN {ended} THEN excluded.{end} ELSE {table}.{end} END, "
-            f"{hits} = CASE WHEN {ended} THEN 1 ELSE {table}.{hits} + 1 END "
-            f"RETURNING {end}, {hits}"
-        )
 
     def live_hits(self, keys: list[str], now_ms: int) -> dict[str, int]:
         live = RateCounter.objects.filter(key__in=keys, window_end_ms__gt=now_ms)

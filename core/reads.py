@@ -79,14 +79,6 @@ def typed_rows_compiled_once(
         return cursor.fetchall()
 
 
-def sql_compiled_once(
-    key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
-) -> tuple[str, Sequence]:
-    """The SQL and params rows_compiled_once would send, for a caller that composes it into a
-    larger statement (core.counters.count_beside)."""
-    return _compiled_once(key, params, queryset)
-
-
 def _compiled_once(
     key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
 ) -> tuple[str, Sequence]:

@@ -79,12 +79,8 @@ class ApiKeyRateThrottle(BaseThrottle):
         scope = getattr(view, "throttle_scope", None) or "default"
         rate = rate_of(scope)
         now = time.time()
-        counted = getattr(request.auth, "counted", None)
         try:
-            if counted is not None and counted[0] == scope:  # authentication counted it
-                window = counted[1]
-            else:
-                window = counters.count(f"ratelimit:{scope}:{key.pk}", rate.period, now)
+            window = counters.count(f"ratelimit:{scope}:{key.pk}", rate.period, now)
         except counters.CountersUnavailable as exc:
             # A counters outage (Redis restarting) must not stop deliveries: the request goes
             # through uncounted, with no RateLimit-* headers, and the log says so.

@@ -14,7 +14,6 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounts.models import Business, Stage
 from orders.models import Batch
 from tests.factories import batch, drop, group
 from tests.fixtures import OPEN_HOURS
@@ -75,53 +74,6 @@ def test_unauthenticated_calls_are_not_counted(frozen, db, api, settings):
         response = api.get("/account", None)
         assert_error(response, 401, "UNAUTHENTICATED")
         assert "RateLimit-Limit" not in response
-
-
-@pytest.mark.parametrize(
-    "stage, environment, code",
-    [
-        (Stage.SUSPENDED, "sandbox", "ACCOUNT_SUSPENDED"),
-        (Stage.ACCESS_REQUESTED, "sandbox", "ACCOUNT_SUSPENDED"),
-        (Stage.APPROVED, "live", "LIVE_ACCESS_DISABLED"),
-    ],
-)
-def test_calls_the_permissions_refuse_are_not_counted(
-    frozen, alice, api, settings, stage, environment, code
-):
-    """Authentication counts the call in the key's own statement only for the stages the
-    permission classes let through (accounts.permissions.PERMITTED_STAGES)."""
-    settings.RATE_LIMIT_DEFAULT = "2/minute"
-    Business.objects.filter(pk=alice.business.pk).update(stage=stage)
-    for _ in range(3):
-        response = api.get("/account", alice.key(environment))
-        assert_error(response, 403, code)
-        assert "RateLimit-Limit" not in response
-    Business.objects.filter(pk=alice.business.pk).update(stage=Stage.LIVE)
-    assert quota(api.get("/account", alice.key(environment))) == ("2", "1", "60")
-
-
-def test_the_counted_stages_are_the_ones_the_permission_classes_let_through(alice, rf):
-    from rest_framework.request import Request
-
-    from accounts.auth import KeyPrincipal
-    from accounts.permissions import PERMITTED_STAGES, AccountIsActive, LiveAccessEnabled
-    from core.api import ApiError
-
-    for environment in ("sandbox", "live"):
-        for stage in Stage.values:
-            alice.business.stage = stage
-            request = Request(rf.get("/"))
-            request._authenticator = None
-            request.user = request.auth = KeyPrincipal(
-                business=alice.business, environment=environment, key=None
-            )
-            try:
-                for permission in (AccountIsActive(), LiveAccessEnabled()):
-                    permission.has_permission(request, None)
-                permitted = True
-            except ApiError:
-                permitted = False
-            assert permitted == (stage in PERMITTED_STAGES[environment]), (environment, stage)
 
 
 def test_the_window_resets_after_its_period(frozen, alice, api, settings):
@@ -196,8 +148,7 @@ def test_opening_a_window_costs_the_queries_of_counting_in_one(frozen, alice, ap
 
 
 def test_a_counted_request_costs_one_statement(frozen, alice, api, settings, counter_store):
-    """The upsert opens or counts in one go, in the statement that reads the key (one round
-    trip for both: accounts/auth.py); with Redis the database is not asked at all."""
+    """The upsert opens or counts in one go; with Redis the database is not asked at all."""
     settings.RATE_LIMIT_DEFAULT = "100/minute"
     api.get("/account", alice.sandbox_key)  # the key's last_used write, once a minute
 
@@ -208,8 +159,7 @@ def test_a_counted_request_costs_one_statement(frozen, alice, api, settings, cou
     counting = [q["sql"] for q in captured if "core_rate_counter" in q["sql"]]
     if counter_store == "database":
         assert len(counting) == 1
-        assert counting[0].startswith("WITH found AS") and '"accounts_apikey"' in counting[0]
-        assert "INSERT INTO" in counting[0] and "ON CONFLICT" in counting[0]
+        assert counting[0].startswith("INSERT INTO") and "ON CONFLICT" in counting[0]
         assert "RETURNING" in counting[0]
     else:
         assert counting == []
