@@ -1,0 +1,28 @@
+"""A transactional test's flush (tests/conftest.py: _flush_only_what_a_test_wrote) leaves the
+next test empty tables, and the content types and permissions whole."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection
+
+from tests.conftest import KEPT_BY_FLUSH, _tables_with_rows
+from tests.factories import batch, drop, group
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_test_writes_rows_in_many_tables(open_for_business, alice, api):
+    assert api.bulk(batch(group(drop("FLUSH-1"))), alice.sandbox_key).status_code == 200
+    tables = connection.introspection.django_table_names(only_existing=True)
+    assert len(_tables_with_rows(connection, tables)) > 10
+
+
+def test_the_next_finds_every_table_empty_but_the_kept_ones():
+    tables = connection.introspection.django_table_names(only_existing=True)
+    assert set(_tables_with_rows(connection, tables)) <= {*KEPT_BY_FLUSH, "fleet_vehicletype"}
+    # The vehicle types are the suite's autouse seed (tests/conftest.py: vehicle_types).
+    assert ContentType.objects.get_for_model(Permission).model == "permission"
+    assert Permission.objects.filter(codename="add_business").exists()
