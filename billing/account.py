@@ -14,7 +14,6 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from django.conf import settings
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import OuterRef, Subquery, Sum
@@ -22,7 +21,7 @@ from django.db.models import OuterRef, Subquery, Sum
 from accounts.models import BillingModel, Business
 from billing.cod import TOTALS, cod_summary
 from billing.models import CodAccount, CodEntry, Invoice, InvoiceStatus, Wallet
-from billing.services import account_summary, invoice_period
+from billing.services import account_pricing, account_summary, invoice_period
 from core.formats import money
 from core.reads import row_compiled_once
 from fleet.models import VehicleType
@@ -57,21 +56,7 @@ def _read_in_one(business: Business, environment: str, at: datetime) -> tuple[di
         lambda: _account_row(business, environment, period),
     )
     codes, multipliers, balance, owed, accrued, status, cod_owed, *totals = row
-    plan = business.pricing_plan
-    billing: dict = {
-        "billing_model": business.billing_model,
-        "currency": settings.CURRENCY,
-        "pricing": {
-            "base_fee": money(plan.base_fee) if plan else None,
-            "per_km_fee": money(plan.per_km_fee) if plan else None,
-            "included_km": str(plan.included_km) if plan else None,
-            "return_fee_percent": str(plan.return_fee_percent) if plan else None,
-            "cod_fee_percent": str(plan.cod_fee_percent) if plan else None,
-            "vehicle_multipliers": {
-                code: str(multiplier) for code, multiplier in zip(codes, multipliers, strict=True)
-            },
-        },
-    }
+    billing = account_pricing(business, zip(codes, multipliers, strict=True))
     if business.billing_model == BillingModel.WALLET:
         billing["wallet"] = {"balance": money(balance), "owed": money(owed)}
     else:

@@ -290,10 +290,13 @@ def set_pricing(
     return plan
 
 
-def account_summary(*, business: Business, environment: str, at: datetime) -> dict:
-    """The billing part of GET /account."""
+def account_pricing(
+    business: Business, multipliers: Iterable[tuple[str, Decimal]]
+) -> dict[str, object]:
+    """GET /account's head: the billing model, the currency and the pricing, with the
+    active vehicles' (code, multiplier) as `multipliers` gives them."""
     plan = business.pricing_plan
-    summary: dict = {
+    return {
         "billing_model": business.billing_model,
         "currency": settings.CURRENCY,
         "pricing": {
@@ -303,14 +306,15 @@ def account_summary(*, business: Business, environment: str, at: datetime) -> di
             "return_fee_percent": str(plan.return_fee_percent) if plan else None,
             "cod_fee_percent": str(plan.cod_fee_percent) if plan else None,
             # What a pickup group's vehicle multiplies the delivery price by (docs/contract.md §18).
-            "vehicle_multipliers": {
-                code: str(multiplier)
-                for code, multiplier in VehicleType.objects.filter(active=True).values_list(
-                    "code", "price_multiplier"
-                )
-            },
+            "vehicle_multipliers": {code: str(multiplier) for code, multiplier in multipliers},
         },
     }
+
+
+def account_summary(*, business: Business, environment: str, at: datetime) -> dict:
+    """The billing part of GET /account."""
+    multipliers = VehicleType.objects.filter(active=True).values_list("code", "price_multiplier")
+    summary = account_pricing(business, multipliers)
     if business.billing_model == BillingModel.WALLET:
         wallet = Wallet.objects.get(business=business, environment=environment)
         summary["wallet"] = {"balance": money(wallet.balance), "owed": money(wallet.owed)}

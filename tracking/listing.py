@@ -48,8 +48,9 @@ back for as long as it stays open: late, never wrong.
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -150,7 +151,16 @@ def _page(
     if cursor:
         after = _position(read_cursor(cursor, salt=CURSOR_SALT, filters=fingerprint))
     horizon = sync_horizon() if filters.by_change else None
-    keys = _keys(business, environments, filters, after, horizon, limit)
+    query = functools.partial(
+        page_keys,
+        business=business,
+        environments=environments,
+        filters=filters,
+        after=after,
+        horizon=horizon,
+        limit=limit,
+    )
+    keys = _keys(query, business, environments, filters, after, limit)
     shown, has_more = keys[:limit], len(keys) > limit
     entries = entries_by_drop_id([pk for pk, _ in shown]) if shown else {}
     orders = [entries[str(pk)] for pk, _ in shown if str(pk) in entries]
@@ -165,28 +175,18 @@ def _page(
 
 
 def _keys(
+    query: Callable[[], QuerySet],
     business,
     environments: Sequence[str],
     filters: DropFilters,
     after: tuple[datetime, uuid.UUID] | None,
-    horizon: datetime | None,
     limit: int,
 ) -> list[tuple[uuid.UUID, datetime]]:
-    """page_keys' rows. The API's usual page (newest first, by status at most) keeps the SQL
-    Django compiled for its shape (core.reads): building and compiling the union of one
-    branch per status cost more than the database takes to answer it (docs/decisions.md,
-    "Issue 34"). Any other page is compiled as it comes."""
-
-    def query() -> QuerySet:
-        return page_keys(
-            business=business,
-            environments=environments,
-            filters=filters,
-            after=after,
-            horizon=horizon,
-            limit=limit,
-        )
-
+    """The rows of `query` (page_keys with these arguments). The API's usual page (newest
+    first, by status at most) keeps the SQL Django compiled for its shape (core.reads):
+    building and compiling the union of one branch per status cost more than the database
+    takes to answer it (docs/decisions.md, "Issue 34"). Any other page is compiled as it
+    comes."""
     plain = DropFilters(statuses=filters.statuses)
     if filters != plain or not connection.features.supports_slicing_ordering_in_compound:
         return list(query())
