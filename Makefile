@@ -34,13 +34,10 @@ run: $(STAMP)
 	@BASE_URL=$(BASE_URL) exec $(PY) bin/serve.py --bind $(HOST):$(PORT) --workers 2
 
 ## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite),
-## in two processes (one per core; each has its own PostgreSQL, Redis and browser), a file each.
-## The schema's Schemathesis run goes on its own: its 20 cases share one test id, which a
-## distributed run by file would run once.
-SCHEMATHESIS := tests/api_docs/test_schemathesis.py
+## in two processes (one per core; each has its own PostgreSQL, Redis and browser), a file each,
+## handed out in the suite's order: its longest files first (tests/conftest.py).
 test: $(STAMP) test-deps
-	$(VENV)/bin/pytest -n 2 --dist loadfile --ignore=$(SCHEMATHESIS)
-	$(VENV)/bin/pytest $(SCHEMATHESIS)
+	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 ## make bench: figures on PostgreSQL + gunicorn; never run as tests.
 bench: $(STAMP)

@@ -8,11 +8,11 @@ tool's API call is, as that call (docs/decisions.md, "Issue 35: the MCP server")
 
 from __future__ import annotations
 
+import importlib
+
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
-
-from agents.server import serve
 
 # Headers the SDK sets that Django sets itself from the body it sends.
 _OWN_HEADERS = frozenset({"content-length"})
@@ -26,7 +26,7 @@ class McpView(APIView):
     http_method_names = ["post"]
 
     def post(self, request) -> HttpResponse:
-        reply = serve(request._request)
+        reply = _server().serve(request._request)
         response = HttpResponse(bytes(reply.body), status=reply.status)
         for name, value in reply.headers:
             if name.lower() not in _OWN_HEADERS:
@@ -35,3 +35,11 @@ class McpView(APIView):
 
 
 mcp_endpoint = McpView.as_view()
+
+
+def _server():
+    """agents.server, imported at the first MCP call rather than with the URL conf: the MCP
+    SDK defines ~550 pydantic models, ~2.5 s of CPU to import, which every process reading
+    the URLs paid (each `manage.py` command's system checks, each task worker). The serving
+    process imports it before it forks (config/wsgi.py), so no caller waits for it."""
+    return importlib.import_module("agents.server")

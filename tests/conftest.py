@@ -19,20 +19,34 @@ def pytest_configure(config):
     shutil.rmtree(_screenshots(), ignore_errors=True)
 
 
-# The suite's longest files (each over ~40 s of one worker: `--durations` of a full run).
-# Run first, so that `--dist loadfile` spreads the short files around them instead of
-# leaving one worker alone on a long file at the end.
+# The suite's longest files, longest first (each over ~20 s of one worker in a full run, by
+# the time each file took there). `make test` keeps the collection's order when it hands
+# out files (`--no-loadscope-reorder`: pytest-xdist would otherwise start with the files
+# that hold the most tests, and leave the long one-test files to the end, one worker alone
+# on them), so the short files fill in around these.
 LONGEST_FIRST = (
+    "tests/api_docs/test_schemathesis.py",
+    "tests/browser/test_dashboard_pages.py",
+    "tests/events/test_worker_deliveries.py",
     "tests/reliability/test_cluster_short.py",
     "tests/devserver/test_make_run.py",
+    "tests/tracking/test_listing_plans.py",
+    "tests/browser/test_courier_app.py",
     "tests/reliability/test_replica_reads.py",
-    "tests/browser/test_dashboard_pages.py",
-    "tests/config/test_gunicorn_static.py",
-    "tests/events/test_worker_deliveries.py",
+    "tests/browser/test_admin_console.py",
+    "tests/browser/test_tracking_page.py",
     "tests/tracking/test_tracking_tokens.py",
-    "tests/events/test_webhook_fairness.py",
-    "tests/tracking/test_listing_concurrency.py",
+    "tests/browser/test_dashboard_words.py",
+    "tests/events/test_delivery.py",
     "tests/orders/test_bounded_sizes.py",
+    "tests/browser/test_journey.py",
+    "tests/events/test_webhook_fairness.py",
+    "tests/browser/test_accessibility.py",
+    "tests/config/test_production_settings.py",
+    "tests/tracking/test_listing_concurrency.py",
+    "tests/console/test_onboarding_permissions.py",
+    "tests/reliability/test_worker_database_outage.py",
+    "tests/orders/test_bulk_validation.py",
     "tests/reliability/test_database_outage.py",
 )
 
@@ -40,8 +54,23 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config, items):
     """The longest files first, in the order above; the rest as collected (a stable sort:
     every xdist worker collects the same order, as it must)."""
+    _name_each_case_by_its_operation(items)
     rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+def _name_each_case_by_its_operation(items) -> None:
+    """Schemathesis's `schema.parametrize()` makes one test per operation, each named after
+    it (`test_api_conforms_to_its_schema[GET /api/v1/account]`) but all with the function's
+    id. pytest-xdist tells tests apart by id, and ran one of the 20: each gets its name as
+    its id, as a parametrized test has."""
+    for item in items:
+        function = item.nodeid.rpartition("::")[2]
+        if item.name != function and item.name.startswith(f"{function}["):
+            item._id = item.parent.id.child(item.name)  # as pytest names a test by default
+    ids = [item.nodeid for item in items]
+    if len(set(ids)) != len(ids):  # were pytest to keep its id elsewhere one day
+        raise pytest.UsageError("tests share an id: a distributed run would run one of them")
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -92,7 +121,12 @@ def _flush_only_what_a_test_wrote():
         )
 
     def emit_post_migrate_signal(verbosity, interactive, db, **kwargs):
-        """Only the content types' and permissions' receivers listen, and their rows stay."""
+        """Only the content types' and permissions' receivers listen, and their rows stay.
+        The vehicle types the fleet migration seeded come back here, at once: a module's
+        fixture, built before any test's own fixtures run, may follow a flush."""
+        from django.db import connections
+
+        seed_vehicle_types(connections[db])
 
     emit = flush.emit_post_migrate_signal
     flush.sql_flush, flush.emit_post_migrate_signal = sql_flush, emit_post_migrate_signal
@@ -198,12 +232,18 @@ def vehicle_types(request):
         and request.node.get_closest_marker("django_db") is None
     ):
         return
+    from django.db import connection
+
+    request.getfixturevalue("_django_db_helper")
+    seed_vehicle_types(connection)
+
+
+def seed_vehicle_types(connection) -> None:
+    """The fleet migration's own seed, run again (idempotent)."""
     import importlib
     from types import SimpleNamespace
 
     from django.apps import apps
-    from django.db import connection
 
-    request.getfixturevalue("_django_db_helper")
     seeding = importlib.import_module("fleet.migrations.0002_seed_and_operators")
     seeding.seed(apps, SimpleNamespace(connection=connection))

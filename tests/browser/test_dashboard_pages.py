@@ -68,16 +68,18 @@ def shop(make_tenant, settings) -> Shop:
     body = batch(group(*[drop(i, name=f"Customer {i[-4:]}", waybill=f"WB{i}") for i in daily]))
     assert api.bulk(body, tenant.live_key).status_code == 200
     now = timezone.now()
+    live = Drop.objects.filter(business=tenant.business, environment="live")
+    rows = {row.client_order_id: row for row in live.only("id", "client_order_id")}
     for client_order_id in daily:
         days_ago = int(client_order_id.split("-")[1])
         if days_ago == 0:
             status = rng.choice(["PENDING", "ASSIGNED", "PICKED_UP", "DELIVERED"])
         else:
             status = rng.choices(["DELIVERED", "FAILED", "CANCELLED"], [90, 6, 4])[0]
-        Drop.objects.filter(business=tenant.business, client_order_id=client_order_id).update(
-            created_at=now - timedelta(days=days_ago, minutes=rng.randrange(0, 600)),
-            status=status,
-        )
+        row = rows[client_order_id]
+        row.created_at = now - timedelta(days=days_ago, minutes=rng.randrange(0, 600))
+        row.status = status
+    Drop.objects.bulk_update(rows.values(), ["created_at", "status"])
 
     # One batch of 150 drops over the city; every fifth refused for its phone number.
     drops = [

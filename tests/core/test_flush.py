@@ -26,3 +26,19 @@ def test_the_next_finds_every_table_empty_but_the_kept_ones():
     # The vehicle types are the suite's autouse seed (tests/conftest.py: vehicle_types).
     assert ContentType.objects.get_for_model(Permission).model == "permission"
     assert Permission.objects.filter(codename="add_business").exists()
+
+
+@pytest.fixture(scope="module")
+def vehicle_codes_before_any_test_fixture(django_db_blocker) -> set[str]:
+    """What a module's fixture finds: it is built before the test's own fixtures (the
+    vehicle_types seed among them), so right after the previous test's flush."""
+    from fleet.models import VehicleType
+
+    with django_db_blocker.unblock():
+        return set(VehicleType.objects.values_list("code", flat=True))
+
+
+def test_a_module_fixture_after_a_flush_finds_the_vehicle_types(
+    vehicle_codes_before_any_test_fixture,
+):
+    assert "motorbike" in vehicle_codes_before_any_test_fixture
