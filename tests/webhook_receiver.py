@@ -81,7 +81,10 @@ class WebhookReceiver:
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.scheme = "https" if tls is not None else "http"
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # stop() waits for the loop to look up: every 0.5 s by default, ~0.25 s a test.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     # Setting it up ------------------------------------------------------------------
