@@ -161,9 +161,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # literals spliced into the statement by the client.
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options.setdefault("server_side_binding", True)
+    # A statement a connection has run five times is prepared on its next run (psycopg's
+    # threshold), so the server parses and plans the hot reads once per connection, not on
+    # every call. Django turns psycopg's preparing off unless asked (for poolers): asked here.
+    _options.setdefault("prepare_threshold", 5)
     if DATABASE_POOLER == "pgbouncer":
-        # psycopg prepares a statement (a *named* one, kept in the server session) after its
-        # fifth run on a connection; behind a transaction pooler the next run may land on
+        # psycopg prepares a statement (a *named* one, kept in the server session) once a
+        # connection has run it five times; behind a transaction pooler the next run may land on
         # another server session that never saw it. None: never prepare. Server-side binding
         # itself uses the unnamed statement of each call, which is safe there.
         _options["prepare_threshold"] = None
