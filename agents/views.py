@@ -39,7 +39,7 @@ mcp_endpoint = McpView.as_view()
 
 def _server():
     """agents.server, imported at the first MCP call rather than with the URL conf: the MCP
-    SDK defines ~550 pydantic models, ~2.5 s of CPU to import, which every process reading
+    SDK defines ~550 pydantic models, ~1.5 s of CPU to import, which every process reading
     the URLs paid (each `manage.py` command's system checks, each task worker). The serving
     process imports it before it forks (config/wsgi.py), so no caller waits for it."""
     return importlib.import_module("agents.server")

@@ -122,8 +122,8 @@ def _flush_only_what_a_test_wrote():
 
     def emit_post_migrate_signal(verbosity, interactive, db, **kwargs):
         """Only the content types' and permissions' receivers listen, and their rows stay.
-        The vehicle types the fleet migration seeded come back here, at once: a module's
-        fixture, built before any test's own fixtures run, may follow a flush."""
+        The vehicle types the fleet migration seeded come back here, at once, for whatever
+        runs next: a test, or a module's fixture, built before any test's own fixtures."""
         from django.db import connections
 
         seed_vehicle_types(connections[db])
@@ -220,26 +220,11 @@ def _collect_static(root):
     return root
 
 
-@pytest.fixture(autouse=True)
-def vehicle_types(request):
-    """The contract's vehicle types (docs/contract.md §18) in every test that has a database.
-
-    fleet's migration seeds them, but a transactional test's flush empties every table, and a
-    batch needs its groups' vehicle (motorbike by default): the migration's own seed runs
-    again here, idempotently (one INSERT … ON CONFLICT DO NOTHING; docs/decisions.md)."""
-    if (
-        "_django_db_helper" not in request.fixturenames
-        and request.node.get_closest_marker("django_db") is None
-    ):
-        return
-    from django.db import connection
-
-    request.getfixturevalue("_django_db_helper")
-    seed_vehicle_types(connection)
-
-
 def seed_vehicle_types(connection) -> None:
-    """The fleet migration's own seed, run again (idempotent)."""
+    """The contract's vehicle types (docs/contract.md §18): fleet's migration seeds them, a
+    batch needs its groups' vehicle (motorbike by default), and a transactional test's flush
+    empties their table; the suite's flush runs the migration's own seed again after it
+    (one INSERT … ON CONFLICT DO NOTHING). Every other test rolls back what it changed."""
     import importlib
     from types import SimpleNamespace
 

@@ -23,7 +23,7 @@ def test_a_test_writes_rows_in_many_tables(open_for_business, alice, api):
 def test_the_next_finds_every_table_empty_but_the_kept_ones():
     tables = connection.introspection.django_table_names(only_existing=True)
     assert set(_tables_with_rows(connection, tables)) <= {*KEPT_BY_FLUSH, "fleet_vehicletype"}
-    # The vehicle types are the suite's autouse seed (tests/conftest.py: vehicle_types).
+    # The vehicle types come back with the flush (tests/conftest.py: seed_vehicle_types).
     assert ContentType.objects.get_for_model(Permission).model == "permission"
     assert Permission.objects.filter(codename="add_business").exists()
 
