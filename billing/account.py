@@ -16,17 +16,19 @@ from decimal import Decimal
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
-from django.db.models import OuterRef, Subquery, Sum
+from django.db.models import OuterRef, Subquery
 
 from accounts.models import BillingModel, Business
 from billing.cod import TOTALS, cod_summary
-from billing.models import CodAccount, CodEntry, Invoice, InvoiceStatus, Wallet
+from billing.models import CodAccount, Invoice, InvoiceStatus, Wallet
 from billing.services import account_pricing, account_summary, invoice_period
 from core.formats import money
 from core.reads import row_compiled_once
 from fleet.models import VehicleType
 
 ZERO = Decimal("0.00")
+# GET /account's `cod`: the COD account's owed and the totals it keeps (billing.cod).
+COD_COLUMNS = ["owed", *TOTALS]
 
 
 def account_answer(*, business: Business, environment: str, at: datetime) -> dict:
@@ -55,7 +57,7 @@ def _read_in_one(business: Business, environment: str, at: datetime) -> tuple[di
         _params(business, environment, period),
         lambda: _account_row(business, environment, period),
     )
-    codes, multipliers, balance, owed, accrued, status, cod_owed, *totals = row
+    codes, multipliers, balance, owed, accrued, status, *cod_columns = row
     billing = account_pricing(business, zip(codes, multipliers, strict=True))
     if business.billing_model == BillingModel.WALLET:
         billing["wallet"] = {"balance": money(balance), "owed": money(owed)}
@@ -65,16 +67,16 @@ def _read_in_one(business: Business, environment: str, at: datetime) -> tuple[di
             "accrued": money(ZERO if accrued is None else accrued),
             "status": status or InvoiceStatus.OPEN,
         }
-    cod = {"owed": ZERO if cod_owed is None else cod_owed}
-    for (name, (_, sign)), total in zip(TOTALS.items(), totals, strict=True):
-        # No account, or no entry of the kind: 0, as an aggregate of nothing is.
-        cod[name] = ZERO if total is None or cod_owed is None else sign * total
+    # No COD account yet: every figure 0, as cod_summary says.
+    cod = {
+        name: ZERO if value is None else value
+        for name, value in zip(COD_COLUMNS, cod_columns, strict=True)
+    }
     return billing, cod
 
 
 def _params(business: Business, environment: str, period: str) -> list:
     """The values Django binds into _account_row's SQL, in its order."""
-    kinds = [kind for kind, _ in TOTALS.values()]
     return [  # (the vehicles' `active = true` is written into the SQL, not bound)
         environment,  # the wallet's balance
         environment,  # and owed
@@ -82,8 +84,7 @@ def _params(business: Business, environment: str, period: str) -> list:
         period,
         environment,  # and status
         period,
-        environment,  # the COD account's owed
-        *[value for kind in kinds for value in (environment, kind)],
+        *[environment for _ in COD_COLUMNS],  # the COD account's owed and kept totals
         business.pk,
     ]
 
@@ -95,13 +96,6 @@ def _account_row(business: Business, environment: str, period: str):
         business=OuterRef("pk"), environment=environment, period=period
     )
     account = CodAccount.objects.filter(business=OuterRef("pk"), environment=environment)
-
-    def total(kind: str) -> Subquery:
-        entries = CodEntry.objects.filter(
-            account__business=OuterRef("pk"), account__environment=environment, kind=kind
-        )
-        return Subquery(entries.order_by().values("account").annotate(s=Sum("amount")).values("s"))
-
     return Business.objects.filter(pk=business.pk).values_list(
         ArraySubquery(vehicles.values("code")),
         ArraySubquery(vehicles.values("price_multiplier")),
@@ -109,6 +103,5 @@ def _account_row(business: Business, environment: str, period: str):
         Subquery(wallet.values("owed")[:1]),
         Subquery(invoice.values("accrued")[:1]),
         Subquery(invoice.values("status")[:1]),
-        Subquery(account.values("owed")[:1]),
-        *[total(kind) for kind, _ in TOTALS.values()],
+        *[Subquery(account.values(name)[:1]) for name in COD_COLUMNS],
     )

@@ -100,14 +100,37 @@ COD_FIELDS = (
 )  # fmt: skip
 
 
+# Each total of GET /account's `cod` and of the reconciliation, a column of the account kept
+# by _append: the kind of entry it sums, and its sign (payouts and credits are negative
+# entries, shown as positive totals).
+TOTALS = {
+    "collected_total": (CodKind.COLLECTED, Decimal(1)),
+    "remitted_total": (CodKind.REMITTED, Decimal(-1)),
+    "credited_total": (CodKind.CREDITED_TO_WALLET, Decimal(-1)),
+}
+TOTAL_OF_KIND = {kind: (name, sign) for name, (kind, sign) in TOTALS.items()}
+
+
+def totals_of_entries(prefix: str = "") -> dict:
+    """The TOTALS summed from the entries themselves, read through `prefix` ("entries__"
+    from accounts): what the kept columns must equal (tests, the migration that made them)."""
+    return {
+        name: sign * Sum(f"{prefix}amount", filter=Q(**{f"{prefix}kind": kind}), default=ZERO)
+        for name, (kind, sign) in TOTALS.items()
+    }
+
+
 def _append(account: CodAccount, moves: list[CodMove], at: datetime) -> Decimal:
-    """Append entries with running owed and set the account's owed; the caller holds its lock.
+    """Append entries with running owed and set the account's owed and TOTALS; the caller
+    holds its lock (so the kept columns move with the entries, one writer at a time).
 
     Refuses, writing nothing, if owed would go below zero (the CHECKs say the same).
     """
-    owed, rows = account.owed, []
+    owed, rows, added = account.owed, [], dict.fromkeys(TOTALS, ZERO)
     for move in moves:
         owed += move.amount
+        name, sign = TOTAL_OF_KIND[move.kind]
+        added[name] += sign * move.amount
         if owed < 0:
             raise CodExceedsOwed(f"Only {money(account.owed)} is owed.")
         if owed > MAX_OWED:
@@ -117,8 +140,11 @@ def _append(account: CodAccount, moves: list[CodMove], at: datetime) -> Decimal:
             move.actor_id, move.note, at,
         ))  # fmt: skip
     insert_rows(CodEntry, COD_FIELDS, rows)
-    CodAccount.objects.filter(pk=account.pk).update(owed=owed, updated_at=at)
+    kept = {name: getattr(account, name) + amount for name, amount in added.items()}
+    CodAccount.objects.filter(pk=account.pk).update(owed=owed, updated_at=at, **kept)
     account.owed = owed
+    for name, total in kept.items():
+        setattr(account, name, total)
     return owed
 
 
@@ -213,34 +239,12 @@ def _tell(business: Business, environment: str, event_type: str, data: dict, at)
     )
 
 
-# Each total of GET /account's `cod` and of the reconciliation: its kind, and its sign
-# (payouts and credits are negative entries, shown as positive totals).
-TOTALS = {
-    "collected_total": (CodKind.COLLECTED, Decimal(1)),
-    "remitted_total": (CodKind.REMITTED, Decimal(-1)),
-    "credited_total": (CodKind.CREDITED_TO_WALLET, Decimal(-1)),
-}
-
-
-def _totals(prefix: str = "") -> dict:
-    """The TOTALS as aggregates of entries, read through `prefix` ("entries__" from accounts)."""
-    return {
-        name: sign * Sum(f"{prefix}amount", filter=Q(**{f"{prefix}kind": kind}), default=ZERO)
-        for name, (kind, sign) in TOTALS.items()
-    }
-
-
 def cod_summary(*, business: Business, environment: str) -> dict[str, Decimal]:
     """owed and the totals of each kind of entry (positive), for GET /account and pages."""
     account = CodAccount.objects.filter(business=business, environment=environment).first()
     if account is None:
-        return {
-            "owed": ZERO,
-            "collected_total": ZERO,
-            "remitted_total": ZERO,
-            "credited_total": ZERO,
-        }
-    return {"owed": account.owed, **account.entries.aggregate(**_totals())}
+        return dict.fromkeys(["owed", *TOTALS], ZERO)
+    return {name: getattr(account, name) for name in ["owed", *TOTALS]}
 
 
 def service_day_start(at: datetime) -> datetime:
@@ -261,10 +265,7 @@ def accounts_with_totals(*, environment: str, at: datetime) -> QuerySet[CodAccou
     )
     return (
         CodAccount.objects.filter(environment=environment)
-        .annotate(
-            collected_today=Sum("entries__amount", filter=today, default=ZERO),
-            **_totals("entries__"),
-        )
+        .annotate(collected_today=Sum("entries__amount", filter=today, default=ZERO))
         .select_related("business")
         .order_by("-owed", "business__name", "pk")
     )

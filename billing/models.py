@@ -11,6 +11,8 @@ from django.db.models import Q
 from accounts.models import Environment
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
+TOTAL = {"max_digits": 16, "decimal_places": 2}  # a running total of MONEY amounts
+ZERO = Decimal("0.00")
 
 
 def largest_value(model: type[models.Model], field_name: str) -> Decimal:
@@ -227,6 +229,12 @@ class CodAccount(models.Model):
     )
     environment = models.CharField(max_length=10, choices=Environment.choices)
     owed = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
+    # The entries' sums by kind (positive), kept with owed by the one writer of entries
+    # (billing.cod._append), so that GET /account reads three columns, not every entry ever
+    # written (docs/decisions.md, "COD totals kept"). Wider than MONEY: they only grow.
+    collected_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
+    remitted_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
+    credited_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -236,6 +244,10 @@ class CodAccount(models.Model):
                 fields=["business", "environment"], name="cod_account_per_environment"
             ),
             models.CheckConstraint(condition=Q(owed__gte=0), name="cod_owed_non_negative"),
+            models.CheckConstraint(
+                condition=Q(collected_total__gte=0, remitted_total__gte=0, credited_total__gte=0),
+                name="cod_totals_non_negative",
+            ),
         ]
         permissions = [("remit_cod", "Can record a payout of collected cash (COD)")]
 

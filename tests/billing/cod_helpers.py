@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from django.db.models import Sum
 
+from billing.cod import TOTALS, totals_of_entries
 from billing.models import CodAccount, CodEntry
 from orders.models import Drop, DropStatus
 from tests.tracking.helpers import advance, entries, place
@@ -26,11 +27,14 @@ def place_cod(api, key: str, amounts: dict[str, str]) -> dict[str, str]:
 
 
 def assert_cod_consistent() -> None:
-    """Every COD account's owed is the sum of its entries, and each entry's owed_after
-    follows from the one before, never below zero."""
+    """Every COD account's owed is the sum of its entries, each total it keeps the sum of its
+    entries of that kind, and each entry's owed_after follows from the one before, never
+    below zero."""
     for account in CodAccount.objects.all():
         total = account.entries.aggregate(total=Sum("amount"))["total"] or Decimal("0.00")
         assert account.owed == total >= 0, account
+        summed = account.entries.aggregate(**totals_of_entries())
+        assert {name: getattr(account, name) for name in TOTALS} == summed, account
         owed = Decimal("0.00")
         for entry in CodEntry.objects.filter(account=account).order_by("id"):
             owed += entry.amount
