@@ -60,7 +60,7 @@ names = [
     "DEBUG", "SECURE_SSL_REDIRECT", "SECURE_REDIRECT_EXEMPT", "SECURE_PROXY_SSL_HEADER",
     "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD",
     "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "STORAGES", "WHITENOISE_USE_FINDERS", "CACHES",
-    "RATE_LIMIT_DEFAULT", "RATE_LIMIT_BULK", "SECRET_KEY_FALLBACKS",
+    "RATE_LIMIT_DEFAULT", "RATE_LIMIT_BULK", "SECRET_KEY_FALLBACKS", "STATIC_BROTLI",
 ]
 print(json.dumps({n: getattr(settings, n) for n in names}))
 """
@@ -112,9 +112,8 @@ def test_debug_off_is_secure_by_default():
     assert values["SECURE_HSTS_PRELOAD"] is False
     assert values["SESSION_COOKIE_SECURE"] is True
     assert values["CSRF_COOKIE_SECURE"] is True
-    assert values["STORAGES"]["staticfiles"]["BACKEND"] == (
-        "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    )
+    assert values["STORAGES"]["staticfiles"]["BACKEND"] == "core.static.CompressedStatic"
+    assert values["STATIC_BROTLI"] is True
     assert values["WHITENOISE_USE_FINDERS"] is False  # collectstatic's output only
     assert values["SECRET_KEY_FALLBACKS"] == []
     assert values["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
