@@ -12,7 +12,6 @@ were four statements compiled per call, two thirds of the call's own time (docs/
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
@@ -20,13 +19,12 @@ from django.db.models import OuterRef, Subquery
 
 from accounts.models import BillingModel, Business
 from billing.cod import TOTALS, cod_summary
-from billing.models import CodAccount, Invoice, InvoiceStatus, Wallet
+from billing.models import ZERO, CodAccount, Invoice, InvoiceStatus, Wallet
 from billing.services import account_pricing, account_summary, invoice_period
 from core.formats import money
 from core.reads import row_compiled_once
 from fleet.models import VehicleType
 
-ZERO = Decimal("0.00")
 # GET /account's `cod`: the COD account's owed and the totals it keeps (billing.cod).
 COD_COLUMNS = ["owed", *TOTALS]
 

@@ -30,6 +30,7 @@ from django.utils import timezone
 from accounts.models import BillingModel, Business
 from billing.models import (
     MAX_OWED,
+    ZERO,
     CodAccount,
     CodEntry,
     CodKind,
@@ -40,8 +41,6 @@ from core.formats import CENT, money
 from core.writes import insert_rows
 from events.models import EventType
 from events.services import record_events
-
-ZERO = Decimal("0.00")
 
 
 class CodRefused(Exception):
@@ -109,15 +108,6 @@ TOTALS = {
     "credited_total": (CodKind.CREDITED_TO_WALLET, Decimal(-1)),
 }
 TOTAL_OF_KIND = {kind: (name, sign) for name, (kind, sign) in TOTALS.items()}
-
-
-def totals_of_entries(prefix: str = "") -> dict:
-    """The TOTALS summed from the entries themselves, read through `prefix` ("entries__"
-    from accounts): what the kept columns must equal (tests, the migration that made them)."""
-    return {
-        name: sign * Sum(f"{prefix}amount", filter=Q(**{f"{prefix}kind": kind}), default=ZERO)
-        for name, (kind, sign) in TOTALS.items()
-    }
 
 
 def _append(account: CodAccount, moves: list[CodMove], at: datetime) -> Decimal:

@@ -18,6 +18,7 @@ from accounts.models import BillingModel, Business
 from billing.models import (
     MAX_BALANCE,
     MAX_OWED,
+    ZERO,
     EntryKind,
     Invoice,
     InvoiceLine,
@@ -100,7 +101,6 @@ LEDGER_FIELDS = (
     "wallet_id", "kind", "amount", "balance_after", "drop_id", "actor_id", "note", "created_at",
     "batch_id", "owed_change", "owed_after",
 )  # fmt: skip
-ZERO = Decimal("0.00")
 
 
 def _entries_of(move: Movement, balance: Decimal, owed: Decimal) -> list[tuple[Movement, Decimal]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db.models import Q, Sum
 
-from billing.cod import TOTALS, totals_of_entries
+from billing.cod import TOTALS
 from billing.models import CodAccount, CodEntry
 from orders.models import Drop, DropStatus
 from tests.tracking.helpers import advance, entries, place
@@ -24,6 +24,16 @@ def place_cod(api, key: str, amounts: dict[str, str]) -> dict[str, str]:
     for client_order_id, amount in amounts.items():
         Drop.objects.filter(pk=ids[client_order_id]).update(cod_amount=Decimal(amount))
     return ids
+
+
+def totals_of_entries() -> dict:
+    """Aggregates of an account's entries: each of billing.cod.TOTALS summed from the
+    entries themselves, what the account's kept columns must equal."""
+    zero = Decimal("0.00")
+    return {
+        name: sign * Sum("amount", filter=Q(kind=kind), default=zero)
+        for name, (kind, sign) in TOTALS.items()
+    }
 
 
 def assert_cod_consistent() -> None:
