@@ -5,9 +5,14 @@ one. `= ANY(%s)` with a Python list sends a single array, but psycopg still buil
 element by element in Python: ~3 ms for 1000 ids, more than finding their rows. So the list
 goes as one text, its values joined by a separator, which PostgreSQL splits
 (docs/decisions.md, issue 18); a list whose values hold the separator goes as JSON.
-Other databases fall back to IN."""
+Other databases fall back to IN.
+
+`field__among=(...)`: the opposite, for a fixed set of the code's own constants: written
+into the SQL, so a partial index whose predicate names them serves a prepared statement."""
 
 from __future__ import annotations
+
+import re
 
 import orjson
 from django.db.models import CharField, Field, Lookup, TextField
@@ -40,6 +45,36 @@ class Any(Lookup):
         return f"{lhs} = ANY({listed})", [*lhs_params, values]
 
 
+@Field.register_lookup
+class Among(Lookup):
+    """`field__among=(A, B)`: membership in a fixed set of the code's own constants (statuses,
+    kinds), written into the SQL as literals, not sent as parameters.
+
+    A partial index's predicate (`WHERE status IN ('PENDING', …)`) can only be proven from
+    literals. A statement prepared on its connection (config/settings.py: prepare_threshold)
+    may be run with a generic plan, planned once for any parameters: with the constants as
+    parameters, that plan cannot use the partial index and reads the whole table
+    (docs/decisions.md, issue 34). Only words of letters, digits and underscores are accepted,
+    so nothing from outside can reach the SQL this way."""
+
+    lookup_name = "among"
+    prepare_rhs = False
+
+    def get_prep_lookup(self):
+        values = [str(value) for value in self.rhs]
+        if not values or not all(_WORD.fullmatch(value) for value in values):
+            raise ValueError(f"__among takes constant words, not {self.rhs!r}")
+        return values
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        literals = ", ".join(f"'{value}'" for value in self.rhs)
+        return f"{lhs} IN ({literals})", lhs_params
+
+
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+
+
 def any_values(values) -> tuple[str, str]:
     """How field__any sends `values` on PostgreSQL, as ("text", the values joined by the
     separator) or, when a value holds the separator or is empty, ("json", a JSON array):
@@ -54,4 +89,4 @@ def any_values(values) -> tuple[str, str]:
 _SEPARATOR = "\x1f"  # ASCII unit separator: rare in text, never in a UUID or a number
 
 
-__all__ = ["Any", "any_values"]
+__all__ = ["Among", "Any", "any_values"]

@@ -96,7 +96,7 @@ def dispatch_waiting(*, now: datetime | None = None, limit: int = 2000) -> Run:
 
 def expire_offers(now: datetime) -> int:
     """Open offers past their time become expired: their orders wait for the next courier."""
-    return Offer.objects.filter(status=OfferStatus.OFFERED, expires_at__lte=now).update(
+    return Offer.objects.filter(status__among=(OfferStatus.OFFERED,), expires_at__lte=now).update(
         status=OfferStatus.EXPIRED, answered_at=now
     )
 

@@ -44,6 +44,10 @@ from core import stopping
 from events.models import Delivery, DeliveryAttempt, DeliveryStatus, WebhookEndpoint
 from events.transport import ERROR_CHARS, Outcome, attempt
 
+# The pending deliveries, as the partial indexes delivery_due and delivery_queue name them:
+# written into the SQL (core.lookups.Among), so a prepared statement's plan can use them.
+PENDING = (DeliveryStatus.PENDING,)
+
 BATCH_SIZE = 50  # deliveries claimed at a time
 # How often a sender in its turn looks for its business's endpoints that became due.
 POLL_SECONDS = 0.25
@@ -156,7 +160,7 @@ def _next_task(business_id, now: datetime) -> NextTask | None:
     or when it is due; None if nothing is pending."""
     pending = (
         WebhookEndpoint.objects.filter(
-            business_id=business_id, enabled=True, deliveries__status=DeliveryStatus.PENDING
+            business_id=business_id, enabled=True, deliveries__status__among=PENDING
         )
         .annotate(due=Min("deliveries__next_attempt_at"))
         .values_list("pk", "due", "paused_until")
@@ -172,7 +176,7 @@ def _sendable(business_id) -> list:
     """The business's endpoints with due deliveries that can be sent now (on, not paused)."""
     now = timezone.now()
     due = Delivery.objects.filter(
-        endpoint=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+        endpoint=OuterRef("pk"), status__among=PENDING, next_attempt_at__lte=now
     )
     return list(
         WebhookEndpoint.objects.filter(business_id=business_id, enabled=True)
@@ -303,9 +307,7 @@ def claim_due(*, endpoint_id, limit: int) -> list[Delivery]:
     with exclusive_transaction():  # on SQLite, which ignores FOR UPDATE: one claimer at a time
         ids = list(
             Delivery.objects.select_for_update(skip_locked=True)
-            .filter(
-                endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
-            )
+            .filter(endpoint_id=endpoint_id, status__among=PENDING, next_attempt_at__lte=now)
             .order_by("id")
             .values_list("id", flat=True)[:limit]
         )
@@ -336,7 +338,7 @@ def endpoints_to_sweep() -> list:
     """
     now = timezone.now()
     due = Delivery.objects.filter(
-        endpoint=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+        endpoint=OuterRef("pk"), status__among=PENDING, next_attempt_at__lte=now
     )
     return list(
         WebhookEndpoint.objects.filter(Exists(due), enabled=True)
@@ -418,7 +420,7 @@ def _disable(endpoint: WebhookEndpoint, now: datetime) -> None:
     days = settings.WEBHOOK_DISABLE_AFTER_DAYS
     endpoint.enabled = False
     endpoint.disabled_reason = f"Disabled after {days} days without a successful delivery."
-    Delivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING).update(
+    Delivery.objects.filter(endpoint=endpoint, status__among=PENDING).update(
         status=DeliveryStatus.FAILED, next_attempt_at=None, updated_at=now
     )
 

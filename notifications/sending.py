@@ -77,7 +77,7 @@ def claim(*, now: datetime) -> list[Message]:
     with exclusive_transaction():  # on SQLite, which ignores FOR UPDATE: one claimer at a time
         messages = list(
             Message.objects.select_for_update(skip_locked=True)
-            .filter(status=MessageStatus.PENDING, next_attempt_at__lte=now)
+            .filter(status__among=(MessageStatus.PENDING,), next_attempt_at__lte=now)
             .order_by("id")[:CLAIM_AT_MOST]
         )
         if not messages:
@@ -168,7 +168,8 @@ def record(messages: list[Message], outcomes: list[Outcome]) -> None:
 
 def expire_claims(*, now: datetime) -> int:
     """Messages whose worker stopped mid-send (their lease ran out): FAILED, never resent."""
-    return Message.objects.filter(status=MessageStatus.SENDING, claimed_until__lt=now).update(
+    sending = Message.objects.filter(status__among=(MessageStatus.SENDING,), claimed_until__lt=now)
+    return sending.update(
         status=MessageStatus.FAILED,
         claimed_until=None,
         error="The worker stopped while sending; it may have been sent, so it is not sent "

@@ -297,9 +297,11 @@ def taken_ids(business: Business, environment: str, ids: list[str]) -> frozenset
         Drop.objects.filter(
             business=business,
             environment=environment,
-            status__in=ACTIVE_STATUSES,
+            status__among=ACTIVE_STATUSES,
             client_order_id__any=list(set(ids)),
-        ).values_list("client_order_id", flat=True)
+        )
+        .order_by()
+        .values_list("client_order_id", flat=True)
     )
 
 

@@ -301,10 +301,10 @@ def _drops_of(business, environment: str, statuses, ids: list[str], shape: Shape
     return shape.rows(
         rows_compiled_once(
             ("tracking drops", shape.name, statuses, form),
-            [business.pk, environment, listed, *statuses],
+            [business.pk, environment, listed],
             lambda: (
                 Drop.objects.filter(business=business, environment=environment)
-                .filter(status__in=statuses, client_order_id__any=ids)
+                .filter(status__among=statuses, client_order_id__any=ids)
                 .order_by()
                 .values_list(*shape.expressions)
             ),

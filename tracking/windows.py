@@ -109,7 +109,7 @@ def flag_windows_at_risk() -> int:
         with transaction.atomic():
             due = list(
                 Drop.objects.select_for_update(skip_locked=True)
-                .filter(window_status=ON_TRACK, window_risk_at__lt=timezone.now())
+                .filter(window_status__among=(ON_TRACK,), window_risk_at__lt=timezone.now())
                 .only("id", "business_id", "environment", "window_alerted")
                 .order_by("window_risk_at")[:JOB_CHUNK]
             )

@@ -107,3 +107,19 @@ def test_a_thousand_values_are_one_parameter():
     with CaptureQueriesContext(connection) as captured:
         assert keys(key__any=values) == set()
     assert len(captured) == 1
+
+
+@pytest.mark.django_db
+def test_among_matches_its_constants_written_into_the_sql():
+    RateCounter.objects.bulk_create(
+        RateCounter(key=key, window_end_ms=n, hits=1) for n, key in enumerate(["A", "B", "C"])
+    )
+    with CaptureQueriesContext(connection) as captured:
+        assert keys(key__among=("A", "C", "D")) == {"A", "C"}
+    assert "IN ('A', 'C', 'D')" in captured.captured_queries[0]["sql"]
+
+
+@pytest.mark.parametrize("values", [("A'); DROP TABLE x; --",), ("two words",), ("",), ()])
+def test_among_refuses_anything_but_constant_words(values):
+    with pytest.raises(ValueError, match="constant words"):
+        RateCounter.objects.filter(key__among=values)
