@@ -25,7 +25,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -57,7 +57,7 @@ from bench.bulk import (  # noqa: E402
 class Side:
     name: str
     client: Client
-    tracking_body: bytes = b""
+    tracking_bodies: dict[int, bytes] = field(default_factory=dict)  # by identifiers sent
 
 
 def worktree(cleanup: contextlib.ExitStack, revision: str) -> Path:
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cases",
         default="bulk1000,track1000",
-        help="bulk1, bulk1000, bulk5000, committed1000, carried1000, track1000",
+        help="bulk1, bulk1000, bulk5000, committed1000, carried1000, track1000, and the small"
+        " calls of bench/small_calls.py: account, track1, track20, orders20",
     )
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as cleanup:
@@ -118,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                 post_batch(side.client, "preload", big)
             first = side.client.post(BULK_PATH, coordinate_batch(1000).fresh(), str(uuid.uuid4()))
             data = check_batch("a batch to track", first, 1000)
-            side.tracking_body = orjson.dumps(
-                {"identifiers": [o["client_order_id"] for o in data["orders"]]}
-            )
+            ids = [o["client_order_id"] for o in data["orders"]]
+            side.tracking_bodies = {
+                n: orjson.dumps({"identifiers": ids[:n]}) for n in (1, 20, len(ids))
+            }
             db.execute("ANALYZE")
             sides.append(side)
         print(f"A = {sides[0].name}, B = {sides[1].name}; {args.rounds} rounds", flush=True)
@@ -128,11 +130,23 @@ def main(argv: list[str] | None = None) -> int:
         def bulk(template: Template) -> Callable[[Side], float]:
             return lambda side: post_batch(side.client, "bulk", template)[0].seconds
 
-        def track(side: Side) -> float:
-            response = side.client.post(TRACKING_PATH, side.tracking_body)
-            if response.status != 200:
-                raise BenchError(f"tracking answered {response.status}")
-            return response.seconds
+        def track(count: int) -> Callable[[Side], float]:
+            def one(side: Side) -> float:
+                response = side.client.post(TRACKING_PATH, side.tracking_bodies[count])
+                if response.status != 200:
+                    raise BenchError(f"tracking answered {response.status}")
+                return response.seconds
+
+            return one
+
+        def get(path: str) -> Callable[[Side], float]:
+            def one(side: Side) -> float:
+                response = side.client.get(path)
+                if response.status != 200:
+                    raise BenchError(f"{path} answered {response.status}")
+                return response.seconds
+
+            return one
 
         cases: dict[str, Callable[[Side], float]] = {
             "bulk1": bulk(coordinate_batch(1)),
@@ -140,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
             "bulk5000": bulk(coordinate_batch(5000)),
             "committed1000": bulk(committed_batch(1000)),
             "carried1000": bulk(carried_batch(1000)),
-            "track1000": track,
+            "track1000": track(1000),
+            "account": get("/api/v1/account"),
+            "track1": track(1),
+            "track20": track(20),
+            "orders20": get("/api/v1/orders?limit=20"),
         }
         for case in args.cases.split(","):
             one = cases[case]

@@ -9,7 +9,10 @@ tracking entries (docs/decisions.md, issue 18). Times arrive as the text the ser
 
 A read made on every request can keep the SQL Django compiled for it (rows_compiled_once):
 building and compiling a query of twenty expressions costs Django more than PostgreSQL
-takes to run it.
+takes to run it. A read its caller expects to be small (a page, a handful of ids) is
+executed instead of streamed, so psycopg prepares it on the connection after its fifth
+run (config/settings.py: prepare_threshold) and the server no longer plans it per call; a
+stream is always planned afresh (docs/decisions.md, issue 34).
 
 These reads go where the router sends the application's reads (core/replica.py): to the
 replica inside a lag-tolerant view, else to the primary.
@@ -44,16 +47,23 @@ def driver_rows(queryset: QuerySet) -> list[tuple]:
 
 
 def rows_compiled_once(
-    key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
+    key: Hashable,
+    params: Sequence,
+    queryset: Callable[[], QuerySet],
+    *,
+    expected: int | None = None,
 ) -> list[tuple]:
     """driver_rows(queryset()), sending the SQL Django compiled for `key` the first time.
 
     `params` are the values Django binds, in its order; `key` names everything else the SQL
     depends on (the columns, a list's length or form: core.lookups.any_values). Whenever
     Django compiles, its params are compared with `params`, and the SQL is kept only when
-    they match: a wrong guess of Django's order costs the saving, not the answer.
+    they match: a wrong guess of Django's order costs the saving, not the answer. `expected`:
+    about how many rows the caller expects; up to a chunk's (ROWS_PER_CHUNK) the read is
+    executed (and prepared once run often), not streamed.
     """
-    return _run(*_compiled_once(key, params, queryset))
+    stream = expected is None or expected > ROWS_PER_CHUNK
+    return _run(*_compiled_once(key, params, queryset), stream=stream)
 
 
 def row_compiled_once(
@@ -94,7 +104,7 @@ def _compiled_once(
     return sql, params
 
 
-def _run(sql: str, params: Sequence) -> list[tuple]:
+def _run(sql: str, params: Sequence, *, stream: bool = True) -> list[tuple]:
     rows: list[tuple] = []
     connection = connections[read_alias()]
     with connection.cursor() as cursor:
@@ -105,10 +115,11 @@ def _run(sql: str, params: Sequence) -> list[tuple]:
                 if connection.vendor == "postgresql":
                     for time_type in ("timestamptz", "timestamp"):
                         cursor.cursor.adapters.register_loader(time_type, TextLoader)
-                    rows.extend(cursor.cursor.stream(sql, params, size=ROWS_PER_CHUNK))
-                else:
-                    cursor.cursor.execute(sql, params)
-                    rows.extend(cursor.cursor.fetchall())
+                    if stream:
+                        rows.extend(cursor.cursor.stream(sql, params, size=ROWS_PER_CHUNK))
+                        return
+                cursor.cursor.execute(sql, params)
+                rows.extend(cursor.cursor.fetchall())
 
         execute = read
         for wrapper in reversed(connection.execute_wrappers):

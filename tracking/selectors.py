@@ -141,6 +141,7 @@ def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
         lambda: (
             Drop.objects.filter(pk__any=drop_ids).order_by().values_list(*DROP_SEEN.expressions)
         ),
+        expected=len(drop_ids),
     )
     return _entries(DROP_SEEN.rows(rows))
 
@@ -255,6 +256,7 @@ def _orders_of(order_ids: set[str]) -> dict[str, _Order]:
         lambda: (
             Order.objects.filter(pk__any=order_ids).order_by().values_list(*ORDER_SEEN.expressions)
         ),
+        expected=len(order_ids),
     )
     # A courier's position older than this is not shown (docs/contract.md §20).
     fresh_since = timezone.now() - timedelta(seconds=settings.COURIER_POSITION_FRESH_SECONDS)
@@ -308,6 +310,7 @@ def _drops_of(business, environment: str, statuses, ids: list[str], shape: Shape
                 .order_by()
                 .values_list(*shape.expressions)
             ),
+            expected=len(ids),
         )
     )
 

@@ -137,3 +137,29 @@ def test_a_wrong_guess_of_djangos_values_is_never_kept(counters):
     for _ in range(2):
         assert rows_compiled_once(("test counters", "wrong"), [7], queryset) == list(query)
     assert len(built) == 2
+
+
+def prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [statement for (statement,) in cursor.fetchall()]
+
+
+@pytest.mark.parametrize(
+    ("expected", "prepared"),
+    [(ROWS_PER_CHUNK, True), (ROWS_PER_CHUNK + 1, False), (None, False)],
+)
+def test_a_read_expected_small_is_executed_and_prepared_a_large_one_streamed(
+    counters, expected, prepared
+):
+    """Up to a chunk's rows expected, the read is executed, so psycopg prepares it on the
+    connection after five runs (the server stops planning it per call); a larger or unknown
+    read is streamed, never prepared. The rows are the same either way, however many come."""
+    low = MANY % 3  # every row: hits are 0, 1 or 2
+    query = RateCounter.objects.filter(hits__gte=low).order_by("key").values_list("key")
+    for _ in range(7):  # the first run sends the values Django compiled, typed its own way
+        rows = rows_compiled_once(
+            ("test counters", "expected"), [low], lambda: query, expected=expected
+        )
+        assert rows == list(query) and len(rows) == MANY
+    assert any('"core_rate_counter"' in s for s in prepared_statements()) == prepared
