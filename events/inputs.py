@@ -6,6 +6,7 @@ whatever the OpenAPI description calls wrong must be refused with 400 VALIDATION
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from rest_framework import serializers
@@ -95,6 +96,11 @@ class EventTypes(serializers.ListField):
             max_length=len(SUBSCRIBABLE_TYPES),
             **kwargs,
         )
+
+    def get_default(self) -> Any:
+        # A new list each time: the serializer and its default serve every request
+        # (core.serializers.Input.parse).
+        return copy.deepcopy(super().get_default())
 
     def to_internal_value(self, data: Any) -> list[str]:
         chosen = super().to_internal_value(data)
