@@ -3,6 +3,7 @@ and processes, in the database (one upsert per hit) and in Redis (CACHE_URL=redi
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -184,6 +185,7 @@ def test_purge_deletes_only_ended_windows(db, frozen):
 
 
 SQLITE = r"""
+import importlib
 import json
 import django
 django.setup()
@@ -248,3 +250,25 @@ def test_redis_emptied_restarts_the_windows(redis_counters, frozen):
     counters.count("k", 60)
     cache.clear()
     assert counters.count("k", 60) == Window(hits=1, ends_at=NOW + 60)
+
+
+def persistence_of_counters() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = 'core_rate_counter'")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db
+def test_the_counters_table_is_unlogged_and_the_migration_goes_both_ways():
+    """No WAL for a hit: its commit waits for no flush and no standby (core migration 0003).
+    The migration can be reversed, and done again."""
+    migration = importlib.import_module("core.migrations.0003_rate_counter_unlogged")
+    assert persistence_of_counters() == "u"
+    with connection.schema_editor() as editor:
+        migration.set_persistence("LOGGED")(None, editor)
+    assert persistence_of_counters() == "p"
+    with connection.schema_editor() as editor:
+        migration.set_persistence("UNLOGGED")(None, editor)
+    assert persistence_of_counters() == "u"
+    assert counters.count("unlogged", 60, NOW).hits == 1
+    assert counters.count("unlogged", 60, NOW).hits == 2
