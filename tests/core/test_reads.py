@@ -16,6 +16,7 @@ from core.functions import TimeText, UuidText
 from core.models import RateCounter
 from core.reads import ROWS_PER_CHUNK, driver_rows, rows_compiled_once
 from core.writes import insert_rows
+from tests.core.test_prepared_statements import prepared_statements
 
 MANY = 2 * ROWS_PER_CHUNK + 7  # more than one chunk, and a last one that is not full
 
@@ -137,12 +138,6 @@ def test_a_wrong_guess_of_djangos_values_is_never_kept(counters):
     for _ in range(2):
         assert rows_compiled_once(("test counters", "wrong"), [7], queryset) == list(query)
     assert len(built) == 2
-
-
-def prepared_statements() -> list[str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements")
-        return [statement for (statement,) in cursor.fetchall()]
 
 
 @pytest.mark.parametrize(
