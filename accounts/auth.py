@@ -12,7 +12,8 @@ from rest_framework import authentication, exceptions
 
 from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
 from accounts.models import ApiKey, Business
-from core.reads import row_compiled_once
+from core import counters, throttling
+from core.reads import compiled_once, row_compiled_once
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -38,27 +39,41 @@ _PARTS = [(model, [f.attname for f in model._meta.concrete_fields]) for model, _
 _COLUMNS = [
     prefix + name for (_, prefix), (_, names) in zip(_PATHS, _PARTS, strict=True) for name in names
 ]
+_READ = ("api key by digest",)
 
 
-def unrevoked_key(digest: str) -> ApiKey | None:
-    """The unrevoked key with this digest, with its business and plan loaded; else None."""
+def unrevoked_key(
+    digest: str, hit: throttling.Hit | None = None
+) -> tuple[ApiKey | None, counters.Window | None]:
+    """The unrevoked key with this digest, with its business and plan loaded (else None),
+    and `hit` counted on the key's counter by the same statement (core.counters.count_with_row):
+    the counter's window, None when `hit` is None or no key was found."""
     if connection.vendor != "postgresql":  # the embedded default: the ORM's own types
-        return (
+        key = (
             ApiKey.objects.select_related("business__pricing_plan")
             .filter(digest=digest, revoked_at__isnull=True)
             .first()
         )
-    row = row_compiled_once(
-        ("api key by digest",),
-        [digest],
-        lambda: (
+        return key, None
+
+    def read():
+        return (
             ApiKey.objects.filter(digest=digest, revoked_at__isnull=True)
             .order_by("pk")
             .values_list(*_COLUMNS)[:1]
-        ),
-    )
-    if row is None:
-        return None
+        )
+
+    if hit is None:
+        row, window = row_compiled_once(_READ, [digest], read), None
+    else:
+        sql, params = compiled_once(_READ, [digest], read)
+        row, window = counters.count_with_row(
+            hit.prefix, hit.rate.period, sql, params, width=len(_COLUMNS), now=hit.now
+        )
+    return (None if row is None else _key_of(row)), window
+
+
+def _key_of(row: tuple) -> ApiKey:
     made, start = [], 0
     for model, names in _PARTS:
         values = row[start : start + len(names)]
@@ -84,10 +99,17 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not KEY_PATTERN.match(token):
             raise exceptions.AuthenticationFailed("The API key is malformed.")
         digest = digest_of(token)
-        key = unrevoked_key(digest)
+        # The call's rate-limit hit: counted by the statement that reads the key where the
+        # counters are in PostgreSQL (a round trip fewer on every call: docs/decisions.md,
+        # issue 34), else right after it; never for a key that is not found.
+        hit = throttling.hit_ahead(request)
+        joined = hit if hit is not None and counters.counts_with_rows() else None
+        key, window = unrevoked_key(digest, joined)
         # The digest was found through a unique index; compare in constant time anyway.
         if key is None or not hmac.compare_digest(key.digest, digest):
             raise exceptions.AuthenticationFailed("The API key is unknown or revoked.")
+        if hit is not None:
+            throttling.counted(request, hit, key.pk, window)
         # Whether this account may call at all is for the permission classes
         # (accounts.permissions): authentication only says who is calling.
         environment = ENVIRONMENT_OF_MARKER[token[:9]]

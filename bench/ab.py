@@ -172,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
             differences = [(y - x) * 1000 for x, y in zip(a, b, strict=True)]
             low, high = bootstrap_interval(differences)
             print(
-                f"{case}: A median {statistics.median(a) * 1000:.1f} ms,"
-                f" B median {statistics.median(b) * 1000:.1f} ms;"
-                f" B - A median {statistics.median(differences):+.1f} ms"
-                f" (90% interval {low:+.1f} .. {high:+.1f})",
+                f"{case}: A median {statistics.median(a) * 1000:.2f} ms,"
+                f" B median {statistics.median(b) * 1000:.2f} ms;"
+                f" B - A median {statistics.median(differences):+.2f} ms"
+                f" (90% interval {low:+.2f} .. {high:+.2f})",
                 flush=True,
             )
     return 0

@@ -8,7 +8,8 @@ the clock). Which store, CACHE_URL decides:
 - the database (the default): one row per counter (core.models.RateCounter) counted by one
   statement, INSERT … ON CONFLICT DO UPDATE … RETURNING (PostgreSQL; SQLite 3.35+). The
   conflicting row is locked by the upsert, so concurrent hits of one counter queue for a
-  moment and none is lost; other counters never wait.
+  moment and none is lost; other counters never wait. On PostgreSQL a counter named by a
+  row read anyway (an API key's) can be counted by that read's statement (count_with_row).
 - Redis (CACHE_URL=redis://…): Django's RedisCache, through its public API only. The windows
   of a counter are numbered: `<counter>:<n>` holds window n's end, written with add() so that
   of the requests that find window n - 1 ended exactly one opens window n; its hits are
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -73,6 +74,30 @@ def count(key: str, period: int, now: float | None = None) -> Window:
     return _store().count(key, period, _ms(now))
 
 
+def counts_with_rows() -> bool:
+    """Whether count_with_row() can be used: the database store, on PostgreSQL."""
+    if _store() is not DATABASE:
+        return False
+    return connections[router.db_for_write(RateCounter)].vendor == "postgresql"
+
+
+def count_with_row(
+    prefix: str,
+    period: int,
+    row: str,
+    params: Sequence,
+    *,
+    width: int,
+    now: float | None = None,
+) -> tuple[tuple | None, Window | None]:
+    """The first row of the query `row` (SQL with `params`, `width` columns) and, only when
+    there is one, one hit of the counter `prefix` + the text of its first column, in one
+    statement: (None, None) when there is no row. For a counter named by a row that is read
+    on every call anyway (an API key's: accounts.auth); only where counts_with_rows().
+    """
+    return DATABASE.count_with_row(prefix, period, row, params, width, _ms(now))
+
+
 def live_hits(keys: list[str], now: float | None = None) -> dict[str, int]:
     """Hits in each counter's open window, counting nothing; a counter without one is absent."""
     return _store().live_hits(keys, _ms(now))
@@ -112,25 +137,54 @@ def _store() -> DatabaseStore | CacheStore:
 class DatabaseStore:
     def count(self, key: str, period: int, now_ms: int) -> Window:
         connection = connections[router.db_for_write(RateCounter)]
+        # Called in autocommit (no caller holds a transaction open around it), so the row lock
+        # lasts this one statement.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                self._counting(connection, "VALUES (%s, %s, 1)"),
+                [key, now_ms + period * 1000, now_ms, now_ms],
+            )
+            window_end_ms, counted = cursor.fetchone()
+        return Window(hits=counted, ends_at=window_end_ms / 1000)
+
+    def count_with_row(
+        self, prefix: str, period: int, row: str, params: Sequence, width: int, now_ms: int
+    ) -> tuple[tuple | None, Window | None]:
+        connection = connections[router.db_for_write(RateCounter)]
+        names = [f"c{i}" for i in range(width)]
+        # The row's query as a CTE whose columns are named c0, c1, …; the upsert counts from
+        # it, so it counts nothing when the row is not there; the row comes back with the
+        # window beside it. A data-modifying CTE runs once, whether or not it is read.
+        upsert = self._counting(connection, "SELECT %s || subject.c0::text, %s, 1 FROM subject")
+        sql = (
+            f"WITH subject ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
+            "SELECT subject.*, hit.* FROM subject LEFT JOIN hit ON true"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, prefix, now_ms + period * 1000, now_ms, now_ms])
+            found = cursor.fetchone()
+        if found is None:
+            return None, None
+        *values, window_end_ms, counted = found
+        return tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000)
+
+    @staticmethod
+    def _counting(connection, rows: str) -> str:
+        """The counting upsert of `rows` (a counter's key, its window's end if it opens one,
+        1), then the present moment twice; returning the window's end and its hits."""
         quote = connection.ops.quote_name
         table = quote(RateCounter._meta.db_table)
         key_column, end, hits = (quote(name) for name in ("key", "window_end_ms", "hits"))
         ended = f"{table}.{end} <= %s"
         # One statement, whichever happens: a new counter, a hit in the open window, or the
         # first hit after the window ended (both CASEs read the row as it was before).
-        sql = (
-            f"INSERT INTO {table} ({key_column}, {end}, {hits}) VALUES (%s, %s, 1) "
+        return (
+            f"INSERT INTO {table} ({key_column}, {end}, {hits}) {rows} "
             f"ON CONFLICT ({key_column}) DO UPDATE SET "
             f"{end} = CASE WHEN {ended} THEN excluded.{end} ELSE {table}.{end} END, "
             f"{hits} = CASE WHEN {ended} THEN 1 ELSE {table}.{hits} + 1 END "
             f"RETURNING {end}, {hits}"
         )
-        # Called in autocommit (no caller holds a transaction open around it), so the row lock
-        # lasts this one statement.
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [key, now_ms + period * 1000, now_ms, now_ms])
-            window_end_ms, counted = cursor.fetchone()
-        return Window(hits=counted, ends_at=window_end_ms / 1000)
 
     def live_hits(self, keys: list[str], now_ms: int) -> dict[str, int]:
         live = RateCounter.objects.filter(key__in=keys, window_end_ms__gt=now_ms)

@@ -63,7 +63,7 @@ def rows_compiled_once(
     executed (and prepared once run often), not streamed.
     """
     stream = expected is None or expected > ROWS_PER_CHUNK
-    return _run(*_compiled_once(key, params, queryset), stream=stream)
+    return _run(*compiled_once(key, params, queryset), stream=stream)
 
 
 def row_compiled_once(
@@ -74,7 +74,7 @@ def row_compiled_once(
     rows_compiled_once. For a one-row read on every request: a plain execute through
     Django's cursor (its wrappers, its query log), no stream, times as datetimes."""
     with connections[read_alias()].cursor() as cursor:
-        cursor.execute(*_compiled_once(key, params, queryset))
+        cursor.execute(*compiled_once(key, params, queryset))
         return cursor.fetchone()
 
 
@@ -85,15 +85,16 @@ def typed_rows_compiled_once(
     kept as in rows_compiled_once: for a read of a few rows on every request whose values
     are used as values (times as datetimes), not only sent on."""
     with connections[read_alias()].cursor() as cursor:
-        cursor.execute(*_compiled_once(key, params, queryset))
+        cursor.execute(*compiled_once(key, params, queryset))
         return cursor.fetchall()
 
 
-def _compiled_once(
+def compiled_once(
     key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
 ) -> tuple[str, Sequence]:
     """The SQL kept for `key` with `params`; else what Django compiles now (kept if its
-    params are `params`) with Django's own params."""
+    params are `params`) with Django's own params. For a caller that sends the SQL itself,
+    inside a larger statement (accounts.auth: the key's read and its rate counter in one)."""
     cache_key = (connections[read_alias()].vendor, key)
     sql = _compiled.get(cache_key)
     if sql is None:

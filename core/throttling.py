@@ -69,32 +69,93 @@ class Quota:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """The hit a request will count, known before its key is: the scope, its rate, the
+    moment. Authentication counts it as soon as the key is known (counted())."""
+
+    scope: str
+    rate: Rate
+    now: float
+
+    @property
+    def prefix(self) -> str:
+        """The counter's name but for the key's id."""
+        return counter_of(self.scope, "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    hit: Hit
+    window: counters.Window | None  # None: the counters were unavailable, nothing counted
+
+
+def counter_of(scope: str, key_id) -> str:
+    """The name of an API key's counter in a scope."""
+    return f"ratelimit:{scope}:{key_id}"
+
+
+def hit_ahead(request) -> Hit | None:
+    """The hit this DRF request counts if its key is valid: its view is limited by
+    ApiKeyRateThrottle. None otherwise."""
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    if view is None or not any(issubclass(t, ApiKeyRateThrottle) for t in view.throttle_classes):
+        return None
+    scope = _scope_of(view)
+    return Hit(scope, rate_of(scope), time.time())
+
+
+def counted(request, hit: Hit, key_id, window: counters.Window | None = None) -> None:
+    """Count `hit` on the counter of the key `key_id` (unless the statement that read the key
+    counted it already: `window`, core.counters.count_with_row). Counted as soon as the key
+    is known, before the permissions, so a refused call counts and says so like any other;
+    the throttle then only decides (ApiKeyRateThrottle)."""
+    if window is None:
+        try:
+            window = counters.count(counter_of(hit.scope, key_id), hit.rate.period, hit.now)
+        except counters.CountersUnavailable as exc:
+            # A counters outage (Redis restarting) must not stop deliveries: the request goes
+            # through uncounted, with no RateLimit-* headers, and the log says so.
+            logger.warning("Rate limit not counted, counters unavailable: %s", exc)
+    request._request.rate_limit_counted = _Counted(hit, window)
+    if window is not None:
+        _quota(request, hit.rate, window, hit.now)
+
+
 class ApiKeyRateThrottle(BaseThrottle):
-    """Limits each API key (not each business: keys of one business count apart) per scope."""
+    """Limits each API key (not each business: keys of one business count apart) per scope.
+
+    The hit is counted at authentication (counted()); a request authenticated some other way
+    is counted here."""
 
     def allow_request(self, request, view) -> bool:
         key = getattr(request.auth, "key", None)
         if key is None:
             return True  # no API key (a public page): nothing to count against
-        scope = getattr(view, "throttle_scope", None) or "default"
-        rate = rate_of(scope)
-        now = time.time()
-        try:
-            window = counters.count(f"ratelimit:{scope}:{key.pk}", rate.period, now)
-        except counters.CountersUnavailable as exc:
-            # A counters outage (Redis restarting) must not stop deliveries: the request goes
-            # through uncounted, with no RateLimit-* headers, and the log says so.
-            logger.warning("Rate limit not counted, counters unavailable: %s", exc)
-            return True
-        reset = min(rate.period, max(0, math.ceil(window.ends_at - now)))
-        # On the Django request, which RateLimitHeadersMiddleware sees after the view.
-        remaining = max(0, rate.limit - window.hits)
-        request._request.rate_limit_quota = Quota(rate.limit, remaining, reset)
-        self.retry_after = reset
-        return window.hits <= rate.limit
+        scope = _scope_of(view)
+        ahead = getattr(request._request, "rate_limit_counted", None)
+        if ahead is None or ahead.hit.scope != scope:
+            counted(request, Hit(scope, rate_of(scope), time.time()), key.pk)
+            ahead = request._request.rate_limit_counted
+        if ahead.window is None:
+            return True  # uncounted: the counters are unavailable
+        self.retry_after = _quota(request, ahead.hit.rate, ahead.window, ahead.hit.now).reset
+        return ahead.window.hits <= ahead.hit.rate.limit
 
     def wait(self) -> float:
         return self.retry_after
+
+
+def _scope_of(view) -> str:
+    return getattr(view, "throttle_scope", None) or "default"
+
+
+def _quota(request, rate: Rate, window: counters.Window, now: float) -> Quota:
+    reset = min(rate.period, max(0, math.ceil(window.ends_at - now)))
+    quota = Quota(rate.limit, max(0, rate.limit - window.hits), reset)
+    # On the Django request, which RateLimitHeadersMiddleware sees after the view.
+    request._request.rate_limit_quota = quota
+    return quota
 
 
 class RateLimitHeadersMiddleware:

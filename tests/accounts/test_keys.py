@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ import time_machine
 from accounts import services
 from accounts.models import ApiKey
 from accounts.services import OnboardingError
+from core.models import RateCounter
 
 pytestmark = pytest.mark.django_db
 
@@ -143,20 +145,24 @@ def _fields(instance) -> dict:
     return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
 
 
+@pytest.mark.parametrize("counting", [False, True])
 @pytest.mark.parametrize("with_plan", [True, False])
-def test_the_key_read_as_one_row_is_what_the_orm_reads(alice, with_plan):
+def test_the_key_read_as_one_row_is_what_the_orm_reads(alice, with_plan, counting):
     """accounts.auth.unrevoked_key makes the key, its business and plan from one row whose
-    SQL is compiled once: every field and type as select_related gives them."""
+    SQL is compiled once: every field and type as select_related gives them; the same when
+    the statement also counts the call's rate-limit hit (core.counters.count_with_row)."""
     from accounts.auth import unrevoked_key
     from accounts.keys import digest_of
+    from core.throttling import Hit, rate_of
 
+    hit = Hit("default", rate_of("default"), time.time()) if counting else None
     if not with_plan:
         type(alice.business).objects.filter(pk=alice.business.pk).update(pricing_plan=None)
     digest = digest_of(alice.sandbox_key)
     expected = ApiKey.objects.select_related("business__pricing_plan").get(digest=digest)
 
-    for _ in range(2):  # compiled, then sent again as compiled
-        key = unrevoked_key(digest)
+    for call in (1, 2):  # compiled, then sent again as compiled
+        key, window = unrevoked_key(digest, hit)
         assert _fields(key) == _fields(expected)
         assert {k: type(v) for k, v in _fields(key).items()} == {
             k: type(v) for k, v in _fields(expected).items()
@@ -167,8 +173,13 @@ def test_the_key_read_as_one_row_is_what_the_orm_reads(alice, with_plan):
             assert _fields(key.business.pricing_plan) == _fields(expected.business.pricing_plan)
         else:
             assert key.business.pricing_plan is None
+        assert (window and window.hits) == (call if counting else None)
+    if counting:
+        assert RateCounter.objects.get(key=f"ratelimit:default:{key.pk}").hits == 2
 
-    assert unrevoked_key(digest_of(issue(alice).plaintext)) is not None
+    assert unrevoked_key(digest_of(issue(alice).plaintext), hit)[0] is not None
     ApiKey.objects.filter(digest=digest).update(revoked_at=datetime.now(UTC))
-    assert unrevoked_key(digest) is None
-    assert unrevoked_key("0" * 64) is None
+    assert unrevoked_key(digest, hit) == (None, None)
+    assert unrevoked_key("0" * 64, hit) == (None, None)
+    # A key not found counts nothing: only the two reads of the valid keys above counted.
+    assert sum(RateCounter.objects.values_list("hits", flat=True)) == (3 if counting else 0)

@@ -42,7 +42,7 @@ def test_the_api_keys_read_is_prepared_once_run_five_times(alice):
     digest = digest_of(alice.sandbox_key)
     assert not any("accounts_apikey" in s for s in prepared_statements())
     for _ in range(6):  # five runs as they come, then the prepared one
-        assert unrevoked_key(digest).business == alice.business
+        assert unrevoked_key(digest)[0].business == alice.business
     assert connection.connection.prepare_threshold == 5
     assert any('FROM "accounts_apikey"' in s for s in prepared_statements())
 

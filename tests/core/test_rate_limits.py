@@ -13,7 +13,10 @@ import pytest
 import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from accounts.models import ApiKey, Business, Stage
+from core.models import RateCounter
 from orders.models import Batch
 from tests.factories import batch, drop, group
 from tests.fixtures import OPEN_HOURS
@@ -147,8 +150,11 @@ def test_opening_a_window_costs_the_queries_of_counting_in_one(frozen, alice, ap
     assert len(opening) == len(counting)
 
 
-def test_a_counted_request_costs_one_statement(frozen, alice, api, settings, counter_store):
-    """The upsert opens or counts in one go; with Redis the database is not asked at all."""
+def test_a_counted_request_costs_no_statement_of_its_own(
+    frozen, alice, api, settings, counter_store
+):
+    """In the database the hit is counted by the statement that reads the key (one round trip
+    for both); with Redis the database is not asked to count at all."""
     settings.RATE_LIMIT_DEFAULT = "100/minute"
     api.get("/account", alice.sandbox_key)  # the key's last_used write, once a minute
 
@@ -157,12 +163,46 @@ def test_a_counted_request_costs_one_statement(frozen, alice, api, settings, cou
 
     assert quota(response) == ("100", "98", "60")
     counting = [q["sql"] for q in captured if "core_rate_counter" in q["sql"]]
+    key_reads = [q["sql"] for q in captured if '"accounts_apikey"' in q["sql"]]
+    assert len(key_reads) == 1
     if counter_store == "database":
-        assert len(counting) == 1
-        assert counting[0].startswith("INSERT INTO") and "ON CONFLICT" in counting[0]
+        assert counting == key_reads
+        assert counting[0].startswith("WITH subject")
+        assert "INSERT INTO" in counting[0] and "ON CONFLICT" in counting[0]
         assert "RETURNING" in counting[0]
+        assert len(captured) == 2  # the key with its count, and the account
     else:
         assert counting == []
+
+
+def test_a_revoked_key_counts_nothing(frozen, alice, api, settings, counter_store):
+    """The hit is counted from the key's row: a revoked key has none, so no counter appears
+    (in the database: the upsert of the joined statement inserts nothing)."""
+    settings.RATE_LIMIT_DEFAULT = "100/minute"
+    api.get("/account", alice.sandbox_key)
+    ApiKey.objects.filter(business=alice.business).update(revoked_at=timezone.now())
+    RateCounter.objects.all().delete()
+
+    response = api.get("/account", alice.sandbox_key)
+
+    assert_error(response, 401, "UNAUTHENTICATED")
+    assert "RateLimit-Limit" not in response
+    assert not RateCounter.objects.filter(key__startswith="ratelimit:").exists()
+
+
+def test_a_refused_call_is_counted_and_says_so(frozen, alice, api, settings):
+    """Counted once the key is known, before the permissions, in either store: a suspended
+    account's calls count, and each 403 carries the quota like any counted answer."""
+    settings.RATE_LIMIT_DEFAULT = "3/minute"
+    Business.objects.filter(pk=alice.business.pk).update(stage=Stage.SUSPENDED)
+
+    answers = [api.get("/account", alice.sandbox_key) for _ in range(4)]
+
+    for answer in answers:
+        assert_error(answer, 403, "ACCOUNT_SUSPENDED")
+    assert [quota(r) for r in answers] == [
+        ("3", "2", "60"), ("3", "1", "60"), ("3", "0", "60"), ("3", "0", "60")
+    ]  # fmt: skip
 
 
 # --- exact under concurrency: every request counted once, whichever process serves it -----
