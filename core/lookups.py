@@ -36,6 +36,12 @@ class Any(Lookup):
         # short, and could make them match. Other types (uuid, integers) are cast.
         cast = "" if isinstance(field, CharField | TextField) else f"::{field.db_type(connection)}"
         form, values = any_values(self.rhs)
+        if form == "one":
+            # One value is compared as one: a prepared statement's generic plan then costs
+            # what a plan for the value would, so the server keeps it instead of planning
+            # every call afresh (a list's length is unknown to a generic plan, which prices
+            # it as ten: docs/decisions.md, issue 34).
+            return f"{lhs} = %s{cast}", [*lhs_params, values]
         if form == "text":
             # string_to_array of a bound value is folded when the statement is planned, so
             # the planner knows the list and its length, as it would know an array's.
@@ -76,10 +82,13 @@ _WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
 def any_values(values) -> tuple[str, str]:
-    """How field__any sends `values` on PostgreSQL, as ("text", the values joined by the
-    separator) or, when a value holds the separator or is empty, ("json", a JSON array):
-    the one parameter, and the form that decides its SQL (core.reads.rows_compiled_once)."""
+    """How field__any sends `values` on PostgreSQL: ("one", the value) for a single one,
+    ("text", the values joined by the separator), or, when a value holds the separator or
+    is empty, ("json", a JSON array): the one parameter, and the form that decides its SQL
+    (core.reads.rows_compiled_once)."""
     texts = list(map(str, values))
+    if len(texts) == 1:
+        return "one", texts[0]
     joined = _SEPARATOR.join(texts)
     if all(texts) and joined.count(_SEPARATOR) == len(texts) - 1:
         return "text", joined

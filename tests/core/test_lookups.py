@@ -123,3 +123,27 @@ def test_among_matches_its_constants_written_into_the_sql():
 def test_among_refuses_anything_but_constant_words(values):
     with pytest.raises(ValueError, match="constant words"):
         RateCounter.objects.filter(key__among=values)
+
+
+@pytest.mark.django_db
+def test_one_value_is_compared_as_one_and_matches_exactly(alice):
+    """A list of one goes as `= %s` (core.lookups.any_values: its generic plan is kept when
+    prepared); what it matches is what a list would match, whatever the value holds."""
+    odd = [*AWKWARD, "unit\x1fseparator", "", "k" * 3]
+    RateCounter.objects.bulk_create(
+        RateCounter(key=key, window_end_ms=n, hits=1) for n, key in enumerate(odd)
+    )
+    for key in odd:
+        assert keys(key__any=[key]) == {key}
+        assert keys(key__any=[key + "x"]) == set()
+    sql, params = RateCounter.objects.filter(key__any=["A"]).query.sql_with_params()
+    assert "ANY" not in sql and params == ("A",)
+    assert keys(window_end_ms__any=[3]) == {odd[3]}
+
+    record = IdempotencyRecord.objects.create(
+        business=alice.business, environment="sandbox", key=uuid.uuid4(), fingerprint="f",
+        created_at=timezone.now(),
+    )  # fmt: skip
+    for value in (record.key, str(record.key)):
+        assert list(IdempotencyRecord.objects.filter(key__any=[value])) == [record]
+    assert not IdempotencyRecord.objects.filter(key__any=[uuid.uuid4()]).exists()
