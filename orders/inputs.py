@@ -23,6 +23,7 @@ from rest_framework import serializers
 from core.api import MAX_ERROR_DETAILS, ApiError, validation_error
 from core.serializers import Input, QueryNumber
 from fleet.models import DEFAULT_VEHICLE, ParcelSize, VehicleType
+from fleet.selectors import active_vehicle_types
 
 MAX_ID = 100
 MAX_NAME = 200
@@ -490,7 +491,7 @@ def parse_batch(body: Any) -> BatchIn:
 def _choose_vehicles(errors: FieldErrors, groups: dict[int, GroupIn]) -> None:
     """Each group's vehicle among the active types, read once for the whole batch; an unknown
     or inactive code is a 400 naming its group (docs/contract.md §18)."""
-    active = {vehicle.code: vehicle for vehicle in VehicleType.objects.filter(active=True)}
+    active = {vehicle.code: vehicle for vehicle in active_vehicle_types()}
     for gi, group in groups.items():
         group.vehicle = active.get(group.vehicle_code)
         if group.vehicle is None:

@@ -129,3 +129,25 @@ def test_finance_sees_the_types_but_cannot_change_them(seeded):
             "max_load_kg": "800", "price_multiplier": "0.50", "_save": "Save"}  # fmt: skip
     assert finance.post("/admin/fleet/vehicletype/van/change/", form).status_code == 403
     assert VehicleType.objects.get(code="van").price_multiplier == Decimal("3.00")
+
+
+def test_the_active_types_read_for_a_batch_are_what_the_orm_reads(seeded):
+    """fleet.selectors.active_vehicle_types makes the instances from the driver's rows with
+    SQL compiled once: every field, its type and the order as the ORM's own read."""
+    from fleet.selectors import active_vehicle_types
+
+    VehicleType.objects.filter(code="tuktuk").update(active=False)
+    VehicleType.objects.filter(code="van").update(price_multiplier=Decimal("2.50"))
+
+    def fields(vehicle):
+        return {f.attname: getattr(vehicle, f.attname) for f in VehicleType._meta.concrete_fields}
+
+    expected = [fields(v) for v in VehicleType.objects.filter(active=True)]
+    for _ in range(2):  # compiled, then sent again as compiled
+        read = active_vehicle_types()
+        assert [fields(v) for v in read] == expected
+        assert [{k: type(v) for k, v in fields(v).items()} for v in read] == [
+            {k: type(v) for k, v in e.items()} for e in expected
+        ]
+        assert all(not v._state.adding for v in read)
+    assert "tuktuk" not in [v.code for v in read] and len(read) == len(expected) >= 2

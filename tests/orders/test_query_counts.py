@@ -156,8 +156,9 @@ SMALL_CALLS = {
     "GET /account": 2,  # + one read of the rest (billing/account.py)
     "tracking 1 id": 2,  # + the drops with their orders beside them
     "GET /orders?limit=20": 3,  # + the page's keys, the drops with their orders
-    "quote of 1 drop": 7,  # + vehicles, wallet, area, hours, duplicates, the quote kept
-    "bulk of 1 drop": 19,  # one transaction: its writes, by COPY, and its event
+    "quote of 1 drop": 6,  # + vehicles, wallet, the areas with their hours, duplicates, the
+    # quote kept
+    "bulk of 1 drop": 18,  # one transaction: its writes, by COPY, and its event
 }
 
 
