@@ -3,7 +3,7 @@ through gunicorn on PostgreSQL, and where its time goes.
 
 Run from the project root (``make bench`` does this)::
 
-    .venv/bin/python bench/small_calls.py [--rounds 200] [--profile-calls 100]
+    .venv/bin/python bench/small_calls.py [--rounds 600] [--profile-calls 100]
 
 The floor is a bare Django view served by the same gunicorn and middleware
 (bench/floor/urls.py: no authentication, one indexed SELECT of one row). Each round calls
@@ -205,7 +205,7 @@ def report(times: dict[str, list[float]]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=600)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--profile-calls", type=int, default=100)
     parser.add_argument(

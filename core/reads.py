@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from psycopg.types.string import TextLoader
 
 from core.replica import read_alias
@@ -87,6 +87,42 @@ def typed_rows_compiled_once(
     with connections[read_alias()].cursor() as cursor:
         cursor.execute(*compiled_once(key, params, queryset))
         return cursor.fetchall()
+
+
+def instances_compiled_once(
+    model: type[Model], key: Hashable, params: Sequence, queryset: Callable[[], QuerySet]
+) -> list[Model]:
+    """The instances of `queryset()` (a queryset of `model`, every concrete field), the SQL
+    kept as in rows_compiled_once and the instances made from the driver's rows as Django
+    makes them: each value through its field's converters (a JSON field's text parsed), then
+    Model.from_db. For a read of a few rows on every request whose instances are used as
+    such."""
+    alias = read_alias()
+    connection = connections[alias]
+    fields = [field.attname for field in model._meta.concrete_fields]
+    rows = typed_rows_compiled_once(key, params, lambda: queryset().values_list(*fields))
+    converting = _converters_of(model, connection)
+    made = []
+    for row in rows:
+        if converting:
+            row = list(row)
+            for i, col, converters in converting:
+                for convert in converters:
+                    row[i] = convert(row[i], col, connection)
+        made.append(model.from_db(alias, fields, row))
+    return made
+
+
+def _converters_of(model: type[Model], connection) -> list[tuple[int, object, list]]:
+    """(place, column, converters) of each of the model's concrete fields that has any, in
+    the order Django's compiler applies them (the backend's, then the field's own)."""
+    found = []
+    for i, field in enumerate(model._meta.concrete_fields):
+        col = field.get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(col) + field.get_db_converters(connection)
+        if converters:
+            found.append((i, col, converters))
+    return found
 
 
 def compiled_once(

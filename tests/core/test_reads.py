@@ -158,3 +158,38 @@ def test_a_read_expected_small_is_executed_and_prepared_a_large_one_streamed(
         )
         assert rows == list(query) and len(rows) == MANY
     assert any('"core_rate_counter"' in s for s in prepared_statements()) == prepared
+
+
+def test_instances_compiled_once_are_what_the_orm_makes(alice):
+    """core.reads.instances_compiled_once: every field with its type as the ORM gives it,
+    a JSON field's text parsed as the field's converter does (a webhook endpoint's
+    event_types is a list, not its text), the instance saved, not adding; the SQL kept."""
+    from core import reads
+    from core.reads import instances_compiled_once
+    from events.models import WebhookEndpoint
+
+    WebhookEndpoint.objects.create(
+        business=alice.business, environment="sandbox", url="https://example.com/h",
+        event_types=["batch.created", "order.*"], secret="s", description="d",
+    )  # fmt: skip
+
+    def fields(endpoint):
+        return {
+            f.attname: getattr(endpoint, f.attname) for f in type(endpoint)._meta.concrete_fields
+        }
+
+    expected = [fields(e) for e in WebhookEndpoint.objects.filter(business=alice.business)]
+    for _ in range(2):  # compiled, then sent again as compiled
+        made = instances_compiled_once(
+            WebhookEndpoint,
+            ("test endpoints",),
+            [alice.business.pk],
+            lambda: WebhookEndpoint.objects.filter(business=alice.business),
+        )
+        assert [fields(e) for e in made] == expected
+        assert [{k: type(v) for k, v in fields(e).items()} for e in made] == [
+            {k: type(v) for k, v in e.items()} for e in expected
+        ]
+        assert made[0].event_types == ["batch.created", "order.*"]
+        assert not made[0]._state.adding
+    assert (connection.vendor, ("test endpoints",)) in reads._compiled

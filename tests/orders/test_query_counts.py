@@ -177,3 +177,16 @@ def test_each_small_call_costs_its_statements(open_for_business, rich, api):
         call()
     counted = {name: queries_of(call)[0] for name, call in calls.items()}
     assert counted == SMALL_CALLS
+
+
+def test_a_batch_sends_the_sql_of_its_reads_compiled_once(open_for_business, rich, api):
+    """A batch's reads of the vehicle types, the areas with their hours, the wallet's lock
+    and the enabled endpoints keep their compiled SQL (core.reads): were a guess of Django's
+    values wrong, each would compile on every call, slower but right, and only this notices."""
+    reads._compiled.clear()
+    for n in range(2):
+        sent = api.bulk(batch(group(drop(f"KEPT-{n}"))), rich.sandbox_key)
+        assert sent.json()["data"]["counts"]["accepted"] == 1
+
+    kept = {key[1][0] for key in reads._compiled}
+    assert {"active vehicle types", "coverage", "lock the wallet", "enabled endpoints"} <= kept
