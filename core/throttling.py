@@ -4,12 +4,14 @@ Every API key has one window per scope: "bulk" for POST /orders/bulk (RATE_LIMIT
 "default" for every other call (RATE_LIMIT_DEFAULT). A window opens at the key's first
 request (after the previous one ended) and lasts the rate's period; past the limit the
 answer is 429 RATE_LIMITED with Retry-After, and every counted response carries
-RateLimit-Limit/-Remaining/-Reset. Calls that fail authentication are not counted.
+RateLimit-Limit/-Remaining/-Reset. Calls that fail authentication are not counted; a call
+is counted as soon as its key is known (accounts.auth calls counted()), so one refused by a
+permission counts too, and ApiKeyRateThrottle only decides.
 
 DRF's SimpleRateThrottle keeps a list of timestamps with cache get() and set(), so two
 processes counting at once lose hits. Here each request is one hit of a shared counter
-(core/counters.py): one upsert of a row in the database by default, or Redis' INCR when
-CACHE_URL is redis://.
+(core/counters.py): in the database by default, an upsert made by the very statement that
+reads the API key (core.counters.count_with_row); Redis' INCR when CACHE_URL is redis://.
 """
 
 from __future__ import annotations

@@ -146,7 +146,8 @@ def track_drops(*, business, environment: str, identifiers: list[str]) -> list[d
 
 
 def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
-    """The tracking entries of these drops, keyed by drop id text: three queries at most."""
+    """The tracking entries of these drops, keyed by drop id text: three queries at most,
+    two for a few drops (their orders read beside them)."""
     form, listed = any_values(drop_ids)
     read = _drop_read(len(drop_ids))
     rows = rows_compiled_once(
@@ -302,7 +303,7 @@ def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
     return events
 
 
-def _by_client_order_ids(business, environment: str, ids: list[str], shape) -> list:
+def _by_client_order_ids(business, environment: str, ids: list[str], shape: Shape | Beside) -> list:
     """The drops that matter for these ids, as rows of `shape` (DROP_KEY, a shape extending
     it, or DROP_AND_ORDER): for each id its active drop, else all its finished ones (the
     caller picks the newest). Active drops come through the unique index; only the ids left
@@ -316,7 +317,7 @@ def _by_client_order_ids(business, environment: str, ids: list[str], shape) -> l
     return rows
 
 
-def _drops_of(business, environment: str, statuses, ids: list[str], shape) -> list:
+def _drops_of(business, environment: str, statuses, ids: list[str], shape: Shape | Beside) -> list:
     """The drops of these client_order_ids in these statuses: SQL compiled once per shape
     (core.reads.rows_compiled_once), since every tracking call makes this query."""
     form, listed = any_values(ids)
