@@ -10,7 +10,7 @@ from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -46,15 +46,12 @@ def lock_account(*, business: Business, environment: str) -> Wallet:
     def locking():
         return Wallet.objects.select_for_update().filter(business=business, environment=environment)
 
-    if connection.vendor != "postgresql":
-        wallet = locking().get()
-    else:
-        found = instances_compiled_once(
-            Wallet, ("lock the wallet",), [business.pk, environment], locking
-        )
-        if not found:
-            raise Wallet.DoesNotExist(f"No {environment} wallet for {business.pk}.")
-        (wallet,) = found
+    found = instances_compiled_once(
+        Wallet, ("lock the wallet",), [business.pk, environment], locking
+    )
+    if not found:
+        raise Wallet.DoesNotExist(f"No {environment} wallet for {business.pk}.")
+    (wallet,) = found
     wallet.business = business  # already loaded: append_entries reads its threshold
     return wallet
 

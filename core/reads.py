@@ -96,9 +96,11 @@ def instances_compiled_once(
     kept as in rows_compiled_once and the instances made from the driver's rows as Django
     makes them: each value through its field's converters (a JSON field's text parsed), then
     Model.from_db. For a read of a few rows on every request whose instances are used as
-    such."""
+    such. On other databases (the embedded SQLite default) the ORM makes them."""
     alias = read_alias()
     connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return list(queryset())
     fields = [field.attname for field in model._meta.concrete_fields]
     rows = typed_rows_compiled_once(key, params, lambda: queryset().values_list(*fields))
     converting = _converters_of(model, connection)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from core.reads import instances_compiled_once
 from events.models import Delivery, Event, WebhookEndpoint
@@ -118,8 +118,6 @@ def _enabled_endpoints(business_ids: list) -> list[WebhookEndpoint]:
     def enabled():
         return WebhookEndpoint.objects.filter(business__in=business_ids, enabled=True)
 
-    if connection.vendor != "postgresql":
-        return list(enabled())
     key = ("enabled endpoints", len(business_ids))
     return instances_compiled_once(WebhookEndpoint, key, business_ids, enabled)
 

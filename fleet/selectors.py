@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import connection
-
 from core.reads import instances_compiled_once
 from fleet.models import VehicleType
 
@@ -12,9 +10,7 @@ def active_vehicle_types() -> list[VehicleType]:
     """The active vehicle types, in the model's order. Every batch and quote reads them: on
     PostgreSQL the SQL is compiled once per process and the instances made from the
     driver's rows (core.reads.instances_compiled_once), 0.28 → ~0.1 ms a call
-    (docs/decisions.md, issue 34); the embedded default reads them through the ORM."""
-    if connection.vendor != "postgresql":
-        return list(VehicleType.objects.filter(active=True))
+    (docs/decisions.md, issue 34)."""
     return instances_compiled_once(
         VehicleType, ("active vehicle types",), [], lambda: VehicleType.objects.filter(active=True)
     )
