@@ -9,7 +9,8 @@ with 4,000 drops behind it). These statements write them in (core.lookups.Among)
 
 Each test runs the code, records its statements, and plans each one again as a generic plan
 (`plan_cache_mode = force_generic_plan`) with sequential scans priced out, as a table of
-millions of rows would price them, and with the table's other indexes dropped for the test
+millions of rows would price them, plain index scans too (bitmap scans need a condition),
+and with the table's other indexes dropped for the test
 (its transaction is rolled back): the partial index must be in the plan, which it can only
 be if the plan can prove its predicate. Which index wins among several usable ones is the
 statistics' choice, so they are not left to choose.
@@ -79,6 +80,12 @@ def _generic_plan(statement: str, params: tuple) -> str:
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cursor.execute("SET LOCAL enable_seqscan = off")
+        # Nor an ordered walk of the primary key, filtering as it goes (kept, as it backs a
+        # constraint): a statement ordered by id with a LIMIT took it in a full run, where
+        # the statistics other tests left priced it below the partial index and a sort.
+        # A bitmap scan needs an index condition, which the partial index gives only when
+        # the plan can prove its predicate.
+        cursor.execute("SET LOCAL enable_indexscan = off")
         cursor.execute(f"PREPARE {name} AS {numbered}")
         cursor.execute(f"EXPLAIN EXECUTE {name}({values})" if params else f"EXPLAIN EXECUTE {name}")
         plan = "\n".join(line for (line,) in cursor.fetchall())
