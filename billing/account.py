@@ -17,6 +17,7 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import OuterRef, Subquery
 
+from accounts.auth import KEY_BUSINESS, BesideKey
 from accounts.models import BillingModel, Business
 from billing.cod import TOTALS, cod_summary
 from billing.models import ZERO, CodAccount, Invoice, InvoiceStatus, Wallet
@@ -29,16 +30,34 @@ from fleet.models import VehicleType
 COD_COLUMNS = ["owed", *TOTALS]
 
 
-def account_answer(*, business: Business, environment: str, at: datetime) -> dict:
-    """GET /account's `data`; `business` as authentication loaded it, with its plan."""
-    read = _read_in_one if connection.vendor == "postgresql" else _read_apart
-    billing, cod = read(business, environment, at)
+def account_answer(
+    *, business: Business, environment: str, at: datetime, row: tuple | None = None
+) -> dict:
+    """GET /account's `data`; `business` as authentication loaded it, with its plan. `row`:
+    the one read of the rest (beside_key's), when the key's statement made it."""
+    if row is not None:
+        billing, cod = _answer_of(row, business, invoice_period(at))
+    elif connection.vendor == "postgresql":
+        billing, cod = _read_in_one(business, environment, at)
+    else:
+        billing, cod = _read_apart(business, environment, at)
     return {
         "business": {"id": str(business.pk), "name": business.name},
         "environment": environment,
         **billing,
         "cod": {name: money(value) for name, value in cod.items()},
     }
+
+
+def beside_key(environment: str, at: datetime) -> BesideKey:
+    """The read of everything the answer needs after authentication, to be made by the key's
+    statement (accounts.auth.BesideKey): _read_in_one's, for the caller's business."""
+    period = invoice_period(at)
+    return BesideKey(
+        ("account", environment),
+        _params(environment, period),
+        lambda: _account_row(KEY_BUSINESS, environment, period),
+    )
 
 
 def _read_apart(business: Business, environment: str, at: datetime) -> tuple[dict, dict]:
@@ -52,9 +71,13 @@ def _read_in_one(business: Business, environment: str, at: datetime) -> tuple[di
     period = invoice_period(at)
     row = row_compiled_once(
         ("account", environment),
-        _params(business, environment, period),
-        lambda: _account_row(business, environment, period),
+        [*_params(environment, period), business.pk],
+        lambda: _account_row(business.pk, environment, period),
     )
+    return _answer_of(row, business, period)
+
+
+def _answer_of(row: tuple, business: Business, period: str) -> tuple[dict, dict]:
     codes, multipliers, balance, owed, accrued, status, *cod_columns = row
     billing = account_pricing(business, zip(codes, multipliers, strict=True))
     if business.billing_model == BillingModel.WALLET:
@@ -73,8 +96,9 @@ def _read_in_one(business: Business, environment: str, at: datetime) -> tuple[di
     return billing, cod
 
 
-def _params(business: Business, environment: str, period: str) -> list:
-    """The values Django binds into _account_row's SQL, in its order."""
+def _params(environment: str, period: str) -> list:
+    """The values Django binds into _account_row's SQL, in its order, but the business's id
+    (bound last, unless the key's statement names it: accounts.auth.KEY_BUSINESS)."""
     return [  # (the vehicles' `active = true` is written into the SQL, not bound)
         environment,  # the wallet's balance
         environment,  # and owed
@@ -83,18 +107,18 @@ def _params(business: Business, environment: str, period: str) -> list:
         environment,  # and status
         period,
         *[environment for _ in COD_COLUMNS],  # the COD account's owed and kept totals
-        business.pk,
     ]
 
 
-def _account_row(business: Business, environment: str, period: str):
+def _account_row(business, environment: str, period: str):
+    """`business`: the business's id, or an expression of it (KEY_BUSINESS)."""
     vehicles = VehicleType.objects.filter(active=True).order_by("price_multiplier", "code")
     wallet = Wallet.objects.filter(business=OuterRef("pk"), environment=environment)
     invoice = Invoice.objects.filter(
         business=OuterRef("pk"), environment=environment, period=period
     )
     account = CodAccount.objects.filter(business=OuterRef("pk"), environment=environment)
-    return Business.objects.filter(pk=business.pk).values_list(
+    return Business.objects.filter(pk=business).values_list(
         ArraySubquery(vehicles.values("code")),
         ArraySubquery(vehicles.values("price_multiplier")),
         Subquery(wallet.values("balance")[:1]),

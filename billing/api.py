@@ -9,7 +9,7 @@ from django.utils import timezone
 from rest_framework import viewsets
 from rest_framework.decorators import action
 
-from billing.account import account_answer
+from billing.account import account_answer, beside_key
 from billing.cod import CodExceedsOwed, CodNotCreditable, cod_summary, credit_wallet
 from billing.schema import ACCOUNT, CREDIT_WALLET, CodCredited
 from billing.services import read_wallet
@@ -21,15 +21,26 @@ MONEY_TEXT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?\Z")
 
 
 class AccountViewSet(viewsets.ViewSet):
+    at = None  # the moment of GET /account's answer, once its read is asked
+
+    def read_beside_key(self, request, environment: str):
+        """GET /account's one read, made by the key's statement (accounts.auth.BesideKey)."""
+        if self.action != "list":
+            return None
+        self.at = timezone.now()
+        return beside_key(environment, self.at)
+
     @ACCOUNT
     def list(self, request):
         # Built as the wire shape (billing.schema.Account documents it; a test holds the two
         # equal): rendering through the nested serializers cost more than the reads.
+        rows = request.auth.beside
         return envelope(
             account_answer(
                 business=request.auth.business,
                 environment=request.auth.environment,
-                at=timezone.now(),
+                at=self.at or timezone.now(),
+                row=rows[0] if rows else None,
             )
         )
 

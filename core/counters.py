@@ -81,6 +81,21 @@ def counts_with_rows() -> bool:
     return connections[router.db_for_write(RateCounter)].vendor == "postgresql"
 
 
+# How a query read beside the counted row (count_with_row's `beside`) names that row's
+# columns: SUBJECT.c0, SUBJECT.c1, … in the order of the row's query.
+SUBJECT = "subject"
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What count_with_row found: the row (None when there is none, and then nothing else),
+    the counter's window, and the rows read beside (None when nothing was asked)."""
+
+    row: tuple | None
+    window: Window | None
+    beside: list[tuple] | None = None
+
+
 def count_with_row(
     prefix: str,
     period: int,
@@ -89,13 +104,18 @@ def count_with_row(
     *,
     width: int,
     now: float | None = None,
-) -> tuple[tuple | None, Window | None]:
+    beside: tuple[str, Sequence] | None = None,
+) -> Counted:
     """The first row of the query `row` (SQL with `params`, `width` columns) and, only when
     there is one, one hit of the counter `prefix` + the text of its first column, in one
-    statement: (None, None) when there is no row. For a counter named by a row that is read
-    on every call anyway (an API key's: accounts.auth); only where counts_with_rows().
+    statement. For a counter named by a row that is read on every call anyway (an API key's:
+    accounts.auth); only where counts_with_rows().
+
+    `beside`: the SQL and params of a query that the same statement runs after the row is
+    found (not at all when it is not), which may name the row's columns as SUBJECT.c0, …:
+    its rows, in no promised order, come back in Counted.beside.
     """
-    return DATABASE.count_with_row(prefix, period, row, params, width, _ms(now))
+    return DATABASE.count_with_row(prefix, period, row, params, width, _ms(now), beside)
 
 
 def live_hits(keys: list[str], now: float | None = None) -> dict[str, int]:
@@ -148,25 +168,47 @@ class DatabaseStore:
         return Window(hits=counted, ends_at=window_end_ms / 1000)
 
     def count_with_row(
-        self, prefix: str, period: int, row: str, params: Sequence, width: int, now_ms: int
-    ) -> tuple[tuple | None, Window | None]:
+        self,
+        prefix: str,
+        period: int,
+        row: str,
+        params: Sequence,
+        width: int,
+        now_ms: int,
+        beside: tuple[str, Sequence] | None = None,
+    ) -> Counted:
         connection = connections[router.db_for_write(RateCounter)]
         names = [f"c{i}" for i in range(width)]
         # The row's query as a CTE whose columns are named c0, c1, …; the upsert counts from
         # it, so it counts nothing when the row is not there; the row comes back with the
         # window beside it. A data-modifying CTE runs once, whether or not it is read.
-        upsert = self._counting(connection, "SELECT %s || subject.c0::text, %s, 1 FROM subject")
+        upsert = self._counting(
+            connection, f"SELECT %s || {SUBJECT}.c0::text, %s, 1 FROM {SUBJECT}"
+        )
+        params = [*params, prefix, now_ms + period * 1000, now_ms, now_ms]
+        read, joined = "", ""
+        if beside is not None:
+            # Read for the row found (LATERAL: it may name the row's columns), each of its rows
+            # beside the row; `found` tells one of them from the join's empty match.
+            read = "beside.*, "
+            joined = (
+                f" LEFT JOIN LATERAL (SELECT true AS found, q.* FROM ({beside[0]}) q)"
+                " beside ON true"
+            )
+            params += beside[1]
         sql = (
-            f"WITH subject ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
-            "SELECT subject.*, hit.* FROM subject LEFT JOIN hit ON true"
+            f"WITH {SUBJECT} ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
+            f"SELECT {read}{SUBJECT}.*, hit.* FROM {SUBJECT} LEFT JOIN hit ON true{joined}"
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, prefix, now_ms + period * 1000, now_ms, now_ms])
-            found = cursor.fetchone()
-        if found is None:
-            return None, None
-        *values, window_end_ms, counted = found
-        return tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000)
+            cursor.execute(sql, params)
+            found = cursor.fetchall()
+        if not found:
+            return Counted(None, None, None if beside is None else [])
+        skip = 0 if beside is None else len(found[0]) - width - 2
+        *values, window_end_ms, counted = found[0][skip:]
+        rows = None if beside is None else [r[1:skip] for r in found if r[0]]
+        return Counted(tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000), rows)
 
     @staticmethod
     def _counting(connection, rows: str) -> str:

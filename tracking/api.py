@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import orjson
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.settings import api_settings
@@ -11,6 +12,7 @@ from rest_framework.settings import api_settings
 from accounts.permissions import SandboxKeyOnly
 from core.api import ApiError, envelope, json_body
 from core.cursors import InvalidCursor
+from core.replica import configured as replica_configured
 from core.replica import reads_may_lag
 from core.serializers import QUERY_NOT_VALID, parse_query
 from tracking.edit_inputs import parse_drop_change
@@ -18,7 +20,7 @@ from tracking.edits import EditRefused, EditRejected, NotEditable, edit_drop
 from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
 from tracking.listing import DropFilters, list_drops
 from tracking.schema import ADVANCE, CANCEL, EDIT, ORDERS, TRACKING
-from tracking.selectors import track_drops
+from tracking.selectors import beside_key, track_drops
 from tracking.services import advance_sandbox_orders, cancel_orders
 
 
@@ -51,15 +53,30 @@ class OrderListViewSet(viewsets.ViewSet):
 
 
 class TrackingViewSet(viewsets.ViewSet):
+    asked: list[str] | None = None  # the identifiers whose drops were read beside the key
+
+    def read_beside_key(self, request, environment: str):
+        """Tracking's first read, made by the key's statement (accounts.auth.BesideKey), when
+        the body is a valid request and no replica takes the call's reads (core/replica.py)."""
+        if self.action != "tracking" or replica_configured():
+            return None
+        try:  # the raw body: DRF's parse is the view's, with its errors (415, 400)
+            self.asked = IdentifiersRequest.parse(orjson.loads(request.body))["identifiers"]
+        except (orjson.JSONDecodeError, ApiError):
+            return None
+        return beside_key(environment, self.asked)
+
     @TRACKING
     @action(detail=False, methods=["post"])
     @reads_may_lag
     def tracking(self, request):
         identifiers = IdentifiersRequest.parse(json_body(request))["identifiers"]
+        read = request.auth.beside is not None and identifiers == self.asked
         orders = track_drops(
             business=request.auth.business,
             environment=request.auth.environment,
             identifiers=identifiers,
+            active=request.auth.beside if read else None,
         )
         return envelope({"orders": orders})
 

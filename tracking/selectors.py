@@ -17,6 +17,7 @@ from django.db.models import F, FloatField
 from django.db.models.functions import Cast, NullIf
 from django.utils import timezone
 
+from accounts.auth import KEY_BUSINESS, BesideKey
 from core.formats import WireTimes, moment_of
 from core.functions import IsoZ, MoneyText, TimeText, UuidText
 from core.lookups import any_values
@@ -133,16 +134,30 @@ def _drop_read(count: int) -> Shape | Beside:
     return DROP_AND_ORDER if count <= BESIDE_AT_MOST else DROP_SEEN
 
 
-def track_drops(*, business, environment: str, identifiers: list[str]) -> list[dict]:
-    """One entry per distinct identifier, in request order; the active drop, else the newest."""
+def track_drops(
+    *, business, environment: str, identifiers: list[str], active: list[tuple] | None = None
+) -> list[dict]:
+    """One entry per distinct identifier, in request order; the active drop, else the newest.
+    `active`: the rows of beside_key(environment, identifiers), when the key's statement
+    read them."""
     wanted = list(dict.fromkeys(identifiers))
     read = _drop_read(len(wanted))
-    chosen = _choose(_by_client_order_ids(business, environment, wanted, read))
+    chosen = _choose(_by_client_order_ids(business, environment, wanted, read, active))
     entries = _entries(chosen.values())
     return [
         entries[chosen[i].drop_id] if i in chosen else {"client_order_id": i, "status": "NOT_FOUND"}
         for i in wanted
     ]
+
+
+def beside_key(environment: str, identifiers: list[str]) -> BesideKey | None:
+    """track_drops' first read (the active drops with their orders), to be made by the key's
+    statement (accounts.auth.BesideKey); None for more drops than are read so."""
+    wanted = list(dict.fromkeys(identifiers))
+    if _drop_read(len(wanted)) is not DROP_AND_ORDER:
+        return None
+    read = _drops_read(KEY_BUSINESS, environment, ACTIVE_STATUSES, wanted, DROP_AND_ORDER)
+    return BesideKey(*read)
 
 
 def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
@@ -303,13 +318,19 @@ def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
     return events
 
 
-def _by_client_order_ids(business, environment: str, ids: list[str], shape: Shape | Beside) -> list:
+def _by_client_order_ids(
+    business, environment: str, ids: list[str], shape: Shape | Beside, active=None
+) -> list:
     """The drops that matter for these ids, as rows of `shape` (DROP_KEY, a shape extending
     it, or DROP_AND_ORDER): for each id its active drop, else all its finished ones (the
-    caller picks the newest). Active drops come through the unique index; only the ids left
-    without one are looked for among finished drops, through theirs (orders.models.Drop.Meta).
-    Two queries at most, one when every id is active."""
-    rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, shape)
+    caller picks the newest). Active drops come through the unique index (or as `active`,
+    read already); only the ids left without one are looked for among finished drops,
+    through theirs (orders.models.Drop.Meta). Two queries at most, one when every id is
+    active."""
+    if active is None:
+        rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, shape)
+    else:
+        rows = shape.rows(active)
     found = {row.client_order_id for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
@@ -320,19 +341,24 @@ def _by_client_order_ids(business, environment: str, ids: list[str], shape: Shap
 def _drops_of(business, environment: str, statuses, ids: list[str], shape: Shape | Beside) -> list:
     """The drops of these client_order_ids in these statuses: SQL compiled once per shape
     (core.reads.rows_compiled_once), since every tracking call makes this query."""
+    key, params, queryset = _drops_read(business.pk, environment, statuses, ids, shape)
+    return shape.rows(rows_compiled_once(key, [*params, business.pk], queryset, expected=len(ids)))
+
+
+def _drops_read(business, environment: str, statuses, ids: list[str], shape: Shape | Beside):
+    """_drops_of's read: its key, the params Django binds but the business's id (bound last
+    when `business` is an id, none when it is accounts.auth.KEY_BUSINESS), its queryset."""
     form, listed = any_values(ids)
-    return shape.rows(
-        rows_compiled_once(
-            ("tracking drops", shape.name, statuses, form),
-            [business.pk, environment, listed],
-            lambda: (
-                Drop.objects.filter(business=business, environment=environment)
-                .filter(status__among=statuses, client_order_id__any=ids)
-                .order_by()
-                .values_list(*shape.expressions)
-            ),
-            expected=len(ids),
-        )
+    return (
+        ("tracking drops", shape.name, statuses, form),
+        [environment, listed],
+        lambda: (
+            Drop.objects.filter(environment=environment)
+            .filter(status__among=statuses, client_order_id__any=ids)
+            .filter(business=business)
+            .order_by()
+            .values_list(*shape.expressions)
+        ),
     )
 
 

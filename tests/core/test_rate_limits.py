@@ -170,8 +170,12 @@ def test_a_counted_request_costs_no_statement_of_its_own(
         assert counting[0].startswith("WITH subject")
         assert "INSERT INTO" in counting[0] and "ON CONFLICT" in counting[0]
         assert "RETURNING" in counting[0]
-        assert len(captured) == 2  # the key with its count, and the account
+        # The key with its count, and the account's read beside it (accounts.auth.BesideKey).
+        assert len(captured) == 1
+        assert '"billing_wallet"' in counting[0]
     else:
+        # The key; the account read apart (the key's statement reads nothing beside it).
+        assert len(captured) == 2
         assert counting == []
 
 

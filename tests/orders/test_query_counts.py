@@ -124,9 +124,11 @@ def test_tracking_1000_identifiers_costs_one_query_more_than_one(open_for_busine
     orders = response.json()["data"]["orders"]
     assert [o["client_order_id"] for o in orders] == identifiers
     assert all(len(o["events"]) == 1 for o in orders)
-    # A read of a few drops takes their orders beside them; of 1000, it reads the orders apart
-    # (tracking.selectors.BESIDE_AT_MOST): one statement more, whatever the number of orders.
-    assert many == one + 1, f"tracking 1000: {many} queries; tracking 1: {one} queries"
+    # A read of a few drops takes their orders beside them, and is made by the key's own
+    # statement (accounts.auth.BesideKey); of 1000, the drops are read apart, and their orders
+    # apart from them (tracking.selectors.BESIDE_AT_MOST): two statements more, whatever the
+    # number of orders.
+    assert many == one + 2, f"tracking 1000: {many} queries; tracking 1: {one} queries"
 
 
 def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
@@ -141,9 +143,10 @@ def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
         assert [e["client_order_id"] for e in entries] == wanted
 
     kept = {key[1][0] for key in reads._compiled}
-    assert kept == {"api key by digest", "tracking drops"}
-    # The key; active drops for one id and for a list of three, finished ones for the one id
-    # found in neither; each with its order beside it (tracking.selectors.DROP_AND_ORDER).
+    assert kept == {"api key by digest", "beside the key", "tracking drops"}
+    # The key; active drops for one id and for a list of three, read by the key's statement
+    # (accounts.auth.BesideKey); finished ones for the one id found in neither; each with
+    # its order beside it (tracking.selectors.DROP_AND_ORDER).
     assert len(reads._compiled) == 4
 
 
@@ -151,10 +154,11 @@ def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
 # and the row shapes compiled. Equal, not at most: a statement saved is written down here as
 # surely as one added is noticed. Auth and the rate counter are the first statement of every
 # call: the key, its business and plan read as one row, and the call's hit counted on the
-# key's counter in the same statement (accounts.auth, core.counters.count_with_row).
+# key's counter in the same statement (accounts.auth, core.counters.count_with_row), which
+# also makes the view's first read when the view asks (accounts.auth.BesideKey).
 SMALL_CALLS = {
-    "GET /account": 2,  # + one read of the rest (billing/account.py)
-    "tracking 1 id": 2,  # + the drops with their orders beside them
+    "GET /account": 1,  # the read of the rest beside the key (billing/account.py)
+    "tracking 1 id": 1,  # the active drops with their orders beside the key
     "GET /orders?limit=20": 3,  # + the page's keys, the drops with their orders
     "quote of 1 drop": 6,  # + vehicles, wallet, the areas with their hours, duplicates, the
     # quote kept
