@@ -322,7 +322,7 @@ print(json.dumps([
 
 
 class Cluster:
-    def __init__(self, cleanup: contextlib.ExitStack, short: bool) -> None:
+    def __init__(self, cleanup: contextlib.ExitStack, short: bool, workers: int = 2) -> None:
         self.short = short
         install_missing()
         self.workdir, self.pg, base_env = start_database(cleanup)
@@ -354,7 +354,7 @@ class Cluster:
         provisioned = manage(self.env, "shell", "-c", PROVISION_SNIPPET)
         self.receiver = WebhookReceiver()
         cleanup.callback(self.receiver.stop)
-        self.apps = [Gunicorn(self.env, 2, self.workdir / f"app{i}.log") for i in range(2)]
+        self.apps = [Gunicorn(self.env, workers, self.workdir / f"app{i}.log") for i in range(2)]
         for app in self.apps:
             cleanup.callback(app.stop)
             app.start()
@@ -738,11 +738,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=90, help="the loaded phase (60-120)")
     parser.add_argument("--users", type=int, default=24)
     parser.add_argument("--couriers", type=int, default=20, help="simulated (--short: 6)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="gunicorn's sync workers per app instance"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with contextlib.ExitStack() as cleanup:
-        cluster = Cluster(cleanup, short=args.short)
+        cluster = Cluster(cleanup, short=args.short, workers=args.workers)
         fleet = start_couriers(cluster, cleanup, 6 if args.short else args.couriers)
         phases: list[Phase] = []
         fault_log: list[str] = []
