@@ -47,6 +47,7 @@ class BesideKey:
     key: Hashable  # names the SQL, kept once compiled (core.reads.compiled_once)
     params: Sequence  # the values Django binds, in its order
     queryset: Callable[[], QuerySet]  # a values_list, filtered by KEY_BUSINESS
+    columns: int  # how many the values_list has
 
 
 # The key, its business and the business's pricing plan, read as one row on PostgreSQL: the
@@ -98,7 +99,7 @@ def _read_key(
         row, window, rows = row_compiled_once(_READ, [digest], read), None, None
     else:
         sql, params = compiled_once(_READ, [digest], read)
-        also = None if beside is None else compiled_once(*_fields(beside))
+        also = None if beside is None else (*compiled_once(*_fields(beside)), beside.columns)
         found = counters.count_with_row(
             hit.prefix, hit.rate.period, sql, params, width=len(_COLUMNS), now=hit.now, beside=also
         )

@@ -28,6 +28,9 @@ from fleet.models import VehicleType
 
 # GET /account's `cod`: the COD account's owed and the totals it keeps (billing.cod).
 COD_COLUMNS = ["owed", *TOTALS]
+# _account_row's columns: the vehicles' codes and multipliers, the wallet's balance and owed,
+# this month's invoice's accrued and status, then COD_COLUMNS.
+ROW_WIDTH = 6 + len(COD_COLUMNS)
 
 
 def account_answer(
@@ -57,6 +60,7 @@ def beside_key(environment: str, at: datetime) -> BesideKey:
         ("account", environment),
         _params(environment, period),
         lambda: _account_row(KEY_BUSINESS, environment, period),
+        ROW_WIDTH,
     )
 
 

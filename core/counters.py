@@ -104,16 +104,16 @@ def count_with_row(
     *,
     width: int,
     now: float | None = None,
-    beside: tuple[str, Sequence] | None = None,
+    beside: tuple[str, Sequence, int] | None = None,
 ) -> Counted:
     """The first row of the query `row` (SQL with `params`, `width` columns) and, only when
     there is one, one hit of the counter `prefix` + the text of its first column, in one
     statement. For a counter named by a row that is read on every call anyway (an API key's:
     accounts.auth); only where counts_with_rows().
 
-    `beside`: the SQL and params of a query that the same statement runs after the row is
-    found (not at all when it is not), which may name the row's columns as SUBJECT.c0, …:
-    its rows, in no promised order, come back in Counted.beside.
+    `beside`: the SQL, params and number of columns of a query that the same statement runs
+    for the row found (not at all when there is none), which may name the row's columns as
+    SUBJECT.c0, …: its rows, in no promised order, come back in Counted.beside.
     """
     return DATABASE.count_with_row(prefix, period, row, params, width, _ms(now), beside)
 
@@ -175,7 +175,7 @@ class DatabaseStore:
         params: Sequence,
         width: int,
         now_ms: int,
-        beside: tuple[str, Sequence] | None = None,
+        beside: tuple[str, Sequence, int] | None = None,
     ) -> Counted:
         connection = connections[router.db_for_write(RateCounter)]
         names = [f"c{i}" for i in range(width)]
@@ -186,29 +186,46 @@ class DatabaseStore:
             connection, f"SELECT %s || {SUBJECT}.c0::text, %s, 1 FROM {SUBJECT}"
         )
         params = [*params, prefix, now_ms + period * 1000, now_ms, now_ms]
-        read, joined = "", ""
-        if beside is not None:
-            # Read for the row found (LATERAL: it may name the row's columns), each of its rows
-            # beside the row; `found` tells one of them from the join's empty match.
-            read = "beside.*, "
-            joined = (
-                f" LEFT JOIN LATERAL (SELECT true AS found, q.* FROM ({beside[0]}) q)"
-                " beside ON true"
-            )
-            params += beside[1]
-        sql = (
-            f"WITH {SUBJECT} ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
-            f"SELECT {read}{SUBJECT}.*, hit.* FROM {SUBJECT} LEFT JOIN hit ON true{joined}"
-        )
+        head = f"WITH {SUBJECT} ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
+        found_row = f" FROM {SUBJECT} LEFT JOIN hit ON true"
+        if beside is None:
+            sql = f"{head}SELECT {SUBJECT}.*, hit.*{found_row}"
+        else:
+            sql, params = f"{head}{self._beside(found_row, width, beside)}", [*params, *beside[1]]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             found = cursor.fetchall()
+        if beside is not None:
+            return self._parted(found, width)
         if not found:
-            return Counted(None, None, None if beside is None else [])
-        skip = 0 if beside is None else len(found[0]) - width - 2
-        *values, window_end_ms, counted = found[0][skip:]
-        rows = None if beside is None else [r[1:skip] for r in found if r[0]]
-        return Counted(tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000), rows)
+            return Counted(None, None)
+        *values, window_end_ms, counted = found[0]
+        return Counted(tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000))
+
+    @staticmethod
+    def _beside(found_row: str, width: int, beside: tuple[str, Sequence, int]) -> str:
+        """The SELECT of count_with_row's statement with `beside` read for the row found
+        (LATERAL: it may name the row's columns). First the row, then a NULL for each of the
+        query's columns; then each of the query's rows, after a NULL for each of the row's
+        columns and `true`: the row's columns are not repeated on each row read beside it."""
+        query, _, columns = beside
+        nulls = ", ".join(["NULL"] * columns)
+        padding = ", ".join(["NULL"] * (width + 2))  # the row and its window
+        return (
+            f"SELECT {SUBJECT}.*, hit.*, NULL AS beside, {nulls}{found_row} UNION ALL "
+            f"SELECT {padding}, true, q.* FROM {SUBJECT} CROSS JOIN LATERAL ({query}) q"
+        )
+
+    @staticmethod
+    def _parted(found: list[tuple], width: int) -> Counted:
+        """_beside's rows apart: the row (its `beside` NULL) and the rows read beside it."""
+        rows = [row[width + 3 :] for row in found if row[width + 2]]
+        for row in found:
+            if row[width + 2] is None:
+                *values, window_end_ms, counted = row[: width + 2]
+                window = Window(hits=counted, ends_at=window_end_ms / 1000)
+                return Counted(tuple(values), window, rows)
+        return Counted(None, None, [])
 
     @staticmethod
     def _counting(connection, rows: str) -> str:

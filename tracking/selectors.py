@@ -157,7 +157,7 @@ def beside_key(environment: str, identifiers: list[str]) -> BesideKey | None:
     if _drop_read(len(wanted)) is not DROP_AND_ORDER:
         return None
     read = _drops_read(KEY_BUSINESS, environment, ACTIVE_STATUSES, wanted, DROP_AND_ORDER)
-    return BesideKey(*read)
+    return BesideKey(*read, len(DROP_AND_ORDER.expressions))
 
 
 def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
