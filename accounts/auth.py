@@ -16,6 +16,7 @@ from rest_framework import authentication, exceptions
 from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
 from accounts.models import ApiKey, Business
 from core import counters, throttling
+from core.api import view_of
 from core.reads import compiled_once, row_compiled_once
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -173,6 +174,5 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 def _beside_of(request, environment: str) -> BesideKey | None:
     """The read the request's view asks to be made beside the key, if any."""
-    view = (getattr(request, "parser_context", None) or {}).get("view")
-    asked = getattr(view, "read_beside_key", None)
+    asked = getattr(view_of(request), "read_beside_key", None)
     return None if asked is None else asked(request, environment)
