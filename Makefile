@@ -20,6 +20,10 @@ setup: $(STAMP)
 
 ## make run: the service on SQLite with demo data, served by gunicorn, with one task worker
 ## beside it (tasks, webhooks, the periodic jobs); Ctrl-C (or SIGTERM/SIGHUP to make) stops both.
+## Quiet, so that the logins stay in sight: only warnings and errors, one readable line each
+## (make run LOG_LEVEL=INFO shows every request and task; LOG_FORMAT=json, production's lines).
+run: export LOG_LEVEL ?= WARNING
+run: export LOG_FORMAT ?= text
 run: $(STAMP)
 	@test -f .env || { echo "DEBUG=true" > .env; echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env; }
 	$(PY) manage.py migrate --noinput -v0
@@ -36,8 +40,11 @@ run: $(STAMP)
 ## make test: the whole suite on a throwaway PostgreSQL and Redis (started and removed by the suite),
 ## in two processes (one per core; each has its own PostgreSQL, Redis and browser), a file each,
 ## handed out in the suite's order: its longest files first (tests/conftest.py).
+## Then the main paths again on the embedded default, SQLite, as make run serves them
+## (the files tests/conftest.py lists in EMBEDDED): what works on PostgreSQL only fails there.
 test: $(STAMP) test-deps
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder
+	TEST_DATABASE=sqlite $(VENV)/bin/pytest -m embedded -n 2 --dist loadfile
 
 ## make bench: figures on PostgreSQL + gunicorn; never run as tests.
 bench: $(STAMP)

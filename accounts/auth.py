@@ -13,7 +13,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from accounts.keys import ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
+from accounts.keys import COURIER_TOKEN_PREFIX, ENVIRONMENT_OF_MARKER, KEY_PATTERN, digest_of
 from accounts.models import ApiKey, Business
 from core import counters, throttling
 from core.api import view_of
@@ -124,6 +124,16 @@ def _key_of(row: tuple) -> ApiKey:
     return key
 
 
+def _malformed(token: str) -> str:
+    """Why a bearer token is no API key: a courier's token says what it is, and where it works."""
+    if token.startswith(COURIER_TOKEN_PREFIX):
+        return (
+            "This is a courier token, not an API key: courier tokens work only in the courier "
+            "API (/api/v1/courier/). Send the business's API key (svc_test_… or svc_live_…)."
+        )
+    return "The API key is malformed."
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -136,7 +146,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None  # another scheme: not ours to judge
         token = token.strip()
         if not KEY_PATTERN.match(token):
-            raise exceptions.AuthenticationFailed("The API key is malformed.")
+            raise exceptions.AuthenticationFailed(_malformed(token))
         digest = digest_of(token)
         environment = ENVIRONMENT_OF_MARKER[token[:9]]
         # The call's rate-limit hit: counted by the statement that reads the key where the

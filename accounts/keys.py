@@ -14,6 +14,9 @@ ENVIRONMENT_OF_MARKER = {marker: env for env, marker in MARKERS.items()}
 SECRET_LENGTH = 40
 _ALPHABET = string.ascii_letters + string.digits
 KEY_PATTERN = re.compile(r"(svc_test_|svc_live_)[A-Za-z0-9]{40}\Z")
+# A courier's bearer token starts so (couriers.services makes them): named here, below both,
+# so that key authentication can tell a courier token sent as a key from a garbled key.
+COURIER_TOKEN_PREFIX = "crr_"
 
 
 def new_key(environment: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
@@ -125,6 +126,28 @@ async def _exchange(server: Server, scope: dict[str, Any], body: bytes) -> Reply
     return reply
 
 
+BATCH_REFUSED = (
+    "Batches of JSON-RPC requests are not supported: send one request per call "
+    "(a JSON object, not an array)."
+)
+
+
+def batch_refusal(body: bytes) -> Reply | None:
+    """A JSON-RPC batch (a JSON array) gets a JSON-RPC error in words, Invalid Request; the
+    SDK, which takes no batches, would answer its validator's internals."""
+    if body.lstrip()[:1] != b"[":
+        return None
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None  # not JSON at all: the SDK's parse error says so
+    error = {"code": types.INVALID_REQUEST, "message": BATCH_REFUSED}
+    answer = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+    return Reply(400, [("Content-Type", "application/json")], bytearray(answer))
+
+
 def serve(request: HttpRequest) -> Reply:
     """Answer one MCP request over HTTP as `request`'s caller."""
+    if refused := batch_refusal(request.body):
+        return refused
     return async_to_sync(_exchange)(mcp_server(request), asgi_scope(request), request.body)

@@ -8,6 +8,8 @@ redis-server): a throwaway PostgreSQL; PgBouncer in transaction mode in front of
 and workers connect through it, DATABASE_POOLER=pgbouncer, docs/deployment.md); Redis as
 CACHE_URL (rate limits shared by every instance); two gunicorn instances behind HAProxy; two
 `db_worker`s; a webhook receiver (tests/webhook_receiver.py) with an endpoint per business.
+The seeding, the apps, workers and receiver, the load and the invariants both drills check
+are bench/drill.py's (shared with bench/ha.py); this file adds PgBouncer, Redis and the faults.
 
 1. Figures, one app instance: locust (bench/locustfile.py) straight at instance A.
 2. Figures and faults, two instances: locust at HAProxy while this script kills -9 instance
@@ -30,116 +32,47 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import http.client
 import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bulk import (  # noqa: E402
-    DB_NAME,
-    HOST,
-    SEED_SNIPPET,
-    BenchError,
-    Gunicorn,
-    free_port,
-    manage,
-    start_database,
-)
-from bench.couriers_sim import Fleet, check_dispatch, settle  # noqa: E402
-from bench.webhooks import Worker  # noqa: E402
-from tests.webhook_receiver import WebhookReceiver  # noqa: E402
-
-PACKAGES = {"pgbouncer": "/usr/sbin/pgbouncer", "haproxy": "/usr/sbin/haproxy"}
-REDIS = "/usr/bin/redis-server"
-TENANTS = 6
-RATE_LIMIT = 3000  # per key per minute: far above the load's pace
-# Bulk calls per key per minute: above the load's pace too (about 3 a second per key at
-# most); the probe's own key, which the load never uses, spends it all.
-BULK_RATE_LIMIT = 400
-# Each integrator sends a small live batch this often (seconds): one order for the
-# dispatcher, well below what the couriers can carry (about one order each per dispatcher
-# run, every 10 s), so every live order can be served and the settling phase ends.
-LIVE_EVERY = {"full": 40, "short": 20}
-SERVICE_UNAVAILABLE = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-    b"Retry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
-    b'{"statusCode":503,"success":false,"error":{"code":"SERVICE_UNAVAILABLE",'
-    b'"message":"The service is briefly unavailable; retry in a moment.","details":[],'
-    b'"request_id":null}}\n'
+from bench.bulk import DB_NAME, HOST, BenchError, free_port, start_database  # noqa: E402
+from bench.couriers_sim import check_dispatch, settle  # noqa: E402
+from bench.drill import (  # noqa: E402
+    APP_SETTINGS,
+    BULK_RATE_LIMIT,
+    HAPROXY,
+    Daemon,
+    Drill,
+    Phase,
+    check_invariants,
+    figures,
+    install_missing,
+    run_locust,
+    wait_port,
 )
 
-
-def install_missing() -> None:
-    missing = [name for name, path in PACKAGES.items() if not os.access(path, os.X_OK)]
-    if not os.access(REDIS, os.X_OK):
-        missing.append("redis-server")
-    if missing:
-        print(f"installing {', '.join(missing)} from Debian ...", flush=True)
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
+PACKAGES = {
+    "pgbouncer": "/usr/sbin/pgbouncer",
+    "haproxy": HAPROXY,
+    "redis-server": "/usr/bin/redis-server",
+}
 
 
 # --------------------------------------------------------------------------- the parts
-
-
-@dataclass
-class Daemon:
-    """A process we start, kill and restart; its output goes to `log`."""
-
-    name: str
-    command: list[str]
-    log: Path
-    env: dict[str, str] | None = None
-    process: subprocess.Popen | None = None
-
-    def start(self) -> Daemon:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                start_new_session=True,
-            )  # fmt: skip
-        return self
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-
-def wait_port(port: int, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), __import__("socket").create_connection((HOST, port), 1):
-            return
-        time.sleep(0.05)
-    raise BenchError(f"{what} did not listen on {port} in {timeout:.0f} s")
 
 
 def pgbouncer(workdir: Path, pg_port: int) -> Daemon:
@@ -183,148 +116,25 @@ def redis(workdir: Path) -> Daemon:
     port = free_port()
     folder = workdir / "redis"
     folder.mkdir()
-    command = [REDIS, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
-               "--dir", str(folder)]  # fmt: skip
+    command = [PACKAGES["redis-server"], "--bind", HOST, "--port", str(port), "--save", "",
+               "--appendonly", "no", "--dir", str(folder)]  # fmt: skip
     daemon = Daemon("redis", command, workdir / "redis.out")
     daemon.port = port  # type: ignore[attr-defined]
     return daemon
 
 
-def haproxy(workdir: Path, app_ports: list[int]) -> Daemon:
-    """Round robin over the app instances, health-checked on /healthz every second.
-
-    A request the balancer cannot serve (no instance up, or the instance died under it) is
-    answered with our 503 envelope and Retry-After, like the app's own 503: clients retry it
-    with the same Idempotency-Key (docs/api.md).
-    """
-    port = free_port()
-    errors = workdir / "503.http"
-    errors.write_bytes(SERVICE_UNAVAILABLE)
-    servers = "\n".join(
-        f"  server app{i} {HOST}:{p} check inter 1s fall 3 rise 1" for i, p in enumerate(app_ports)
-    )
-    config = workdir / "haproxy.cfg"
-    config.write_text(
-        f"""global
-  maxconn 4000
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 120s
-  timeout server 120s
-  # A sync gunicorn answers /healthz after the requests ahead of it: a busy instance is not a
-  # dead one. Three missed checks (~3 s) take an instance out; one answer brings it back.
-  timeout check 5s
-  retries 2
-  option redispatch
-  errorfile 502 {errors}
-  errorfile 503 {errors}
-  errorfile 504 {errors}
-frontend api
-  bind {HOST}:{port}
-  default_backend apps
-backend apps
-  balance roundrobin
-  option httpchk GET /healthz
-  http-check expect status 200
-{servers}
-"""
-    )
-    daemon = Daemon(
-        "haproxy", [PACKAGES["haproxy"], "-db", "-f", str(config)], workdir / "haproxy.out"
-    )
-    daemon.port = port  # type: ignore[attr-defined]
-    return daemon
-
-
-# --------------------------------------------------------------------------- load
-
-
-@dataclass
-class Phase:
-    name: str
-    seconds: float
-    instances: int
-    started: float = 0.0
-    ended: float = 0.0
-    stats: list[dict] = field(default_factory=list)
-    records: dict = field(default_factory=dict)
-    cpu: dict[str, float] = field(default_factory=dict)  # component -> CPU seconds used
-
-
-def run_locust(
-    phase: Phase,
-    cluster: Cluster,
-    host: str,
-    users: int,
-    classes: tuple[str, ...] = ("Integrator",),
-) -> None:
-    workdir, tenants_file = cluster.workdir, cluster.tenants_file
-    prefix = workdir / f"locust-{phase.name}"
-    records = workdir / f"records-{phase.name}.json"
-    env = {
-        **os.environ,
-        "CLUSTER_TENANTS": str(tenants_file),
-        "CLUSTER_RECORDS": str(records),
-        "CLUSTER_LIVE_EVERY": str(LIVE_EVERY["short" if cluster.short else "full"]),
-    }
-    command = [
-        str(Path(sys.executable).parent / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"),
-        "--headless", "--host", host, "-u", str(users), "-r", str(users),
-        "-t", f"{int(phase.seconds)}s", "--csv", str(prefix), "--only-summary",
-        "--loglevel", "WARNING", "--stop-timeout", "20", "--exit-code-on-error", "0",
-        *classes,
-    ]  # fmt: skip
-    phase.started = time.time()
-    before = cluster.cpu_by_component()
-    with (workdir / f"locust-{phase.name}.log").open("wb") as log:
-        load = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-        done = load.wait()
-        after = cluster.cpu_by_component()
-    phase.ended = time.time()
-    phase.cpu = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after}
-    if done != 0:
-        raise BenchError(f"locust exited {done}: see {workdir}/locust-{phase.name}.log")
-    with open(f"{prefix}_stats.csv") as stats:
-        phase.stats = list(csv.DictReader(stats))
-    phase.records = json.loads(records.read_text())
-
-
 # --------------------------------------------------------------------------- the run
 
 
-# Run inside `manage.py shell -c`: the demo data, SEED_SNIPPET, then the load's tenants (some
-# wallets run dry during the run: INSUFFICIENT_BALANCE must stop them at 0) and last the
-# probe; prints them as one JSON list.
-PROVISION_SNIPPET = (
-    "from django.core.management import call_command\n"
-    'call_command("seed_demo")\n'
-    + SEED_SNIPPET
-    + f"""
-import json
-from decimal import Decimal
-from console.provisioning import provision_business
-made = [
-    provision_business(
-        name=f"Load {{i}}", email=f"load{{i}}@example.com",
-        sandbox_balance=Decimal("200.00" if i % 3 == 0 else "1000000.00"),
-        live_balance=Decimal("1000000.00"),
-    )
-    for i in range({TENANTS})
-]
-made.append(provision_business(name="Probe", email="probe@example.com"))
-print(json.dumps([
-    {{"business_id": str(m.business.pk), "sandbox_key": m.sandbox_key, "live_key": m.live_key}}
-    for m in made
-]))
-"""
-)
+class Cluster(Drill):
+    """The drill's apps and workers on one PostgreSQL behind PgBouncer in transaction mode,
+    with Redis as the cache (the rate limits counted across both instances)."""
 
-
-class Cluster:
-    def __init__(self, cleanup: contextlib.ExitStack, short: bool, workers: int = 2) -> None:
+    def __init__(
+        self, cleanup: contextlib.ExitStack, short: bool, workers: int = 2, couriers: int = 0
+    ) -> None:
         self.short = short
-        install_missing()
+        install_missing(PACKAGES)
         self.workdir, self.pg, base_env = start_database(cleanup)
         self.db = cleanup.enter_context(psycopg.connect(self.pg.url(DB_NAME), autocommit=True))
         self.bouncer = pgbouncer(self.workdir, self.pg.port)
@@ -337,36 +147,13 @@ class Cluster:
         wait_port(self.cache.port, "redis")
         self.env = {
             **base_env,
+            **APP_SETTINGS,
             "DATABASE_URL": f"postgres://postgres@{HOST}:{self.bouncer.port}/{DB_NAME}",
             "DATABASE_POOLER": "pgbouncer",
             "CACHE_URL": f"redis://{HOST}:{self.cache.port}/0",
-            "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
-            "WEBHOOK_RETRY_SCHEDULE": "1,2,5,10,30",
-            "RATE_LIMIT_DEFAULT": f"{RATE_LIMIT}/minute",
-            "RATE_LIMIT_BULK": f"{BULK_RATE_LIMIT}/minute",
-            "CONN_MAX_AGE": "60",
-            "LOG_LEVEL": "INFO",
         }
         print("migrating and seeding through PgBouncer ...", flush=True)
-        manage(self.env, "migrate", "--noinput", "-v0")
-        # The demo data, the bench's places and every tenant in one process: a management
-        # command's own process costs ~2 s of Django start-up, ~4 s beside the suite.
-        provisioned = manage(self.env, "shell", "-c", PROVISION_SNIPPET)
-        self.receiver = WebhookReceiver()
-        cleanup.callback(self.receiver.stop)
-        self.apps = [Gunicorn(self.env, workers, self.workdir / f"app{i}.log") for i in range(2)]
-        for app in self.apps:
-            cleanup.callback(app.stop)
-            app.start()
-        self.balancer = haproxy(self.workdir, [app.port for app in self.apps])
-        cleanup.callback(self.balancer.stop)
-        self.balancer.start()
-        wait_port(self.balancer.port, "haproxy")
-        self.tenants = self._provision(orjson.loads(provisioned.strip().splitlines()[-1]))
-        self.workers: list[Worker] = []
-        cleanup.callback(lambda: [w.stop() for w in self.workers])
-        for _ in range(2):
-            self.start_worker()
+        self.serve(cleanup, app_workers=workers, couriers=couriers)
         print(
             f"cluster up: PostgreSQL :{self.pg.port}, PgBouncer :{self.bouncer.port}, "
             f"Redis :{self.cache.port}, apps :{self.apps[0].port} :{self.apps[1].port}, "
@@ -374,49 +161,6 @@ class Cluster:
             f"{self.receiver.url()}",
             flush=True,
         )
-
-    def _provision(self, provisioned: list[dict]) -> list[dict]:
-        """The tenants PROVISION_SNIPPET made (the last one is the probe), each with a webhook
-        endpoint per environment."""
-        tenants, secrets = [], []
-        for i, made in enumerate(provisioned[:-1]):
-            key = made["sandbox_key"]
-            # An endpoint per environment: the live batches' events are delivered too.
-            for suffix, endpoint_key in (("", key), ("-live", made["live_key"])):
-                status, answer = self.call("POST", "/api/v1/webhook-endpoints", endpoint_key, {
-                    "url": self.receiver.url(f"/t{i}{suffix}"), "event_types": ["*"],
-                })  # fmt: skip
-                if status != 201:
-                    raise BenchError(f"webhook endpoint not created: {status} {answer}")
-                secrets.append(answer["data"]["secret"])
-            tenants.append(
-                {
-                    "name": f"load{i}",
-                    "key": key,
-                    "live_key": made["live_key"],
-                    "business_id": made["business_id"],
-                }
-            )
-        self.receiver.trust(*secrets)
-        probe = provisioned[-1]
-        self.probe = {"key": probe["sandbox_key"], "business_id": probe["business_id"]}
-        path = self.workdir / "tenants.json"
-        path.write_text(json.dumps(tenants))
-        self.tenants_file = path
-        return tenants
-
-    def call(self, method: str, path: str, key: str, body=None, idempotency: bool = False):
-        """One API call through the balancer: (status, parsed body)."""
-        conn = http.client.HTTPConnection(HOST, self.balancer.port, timeout=30)
-        data = orjson.dumps(body) if body is not None else None
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-        if idempotency:
-            headers["Idempotency-Key"] = str(uuid.uuid4())
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-        conn.close()
-        return response.status, orjson.loads(raw) if raw else None
 
     def cpu_by_component(self) -> dict[str, float]:
         """CPU seconds used so far by each part, its child processes included."""
@@ -432,15 +176,6 @@ class Cluster:
         # locust's own use: the times of the children this process has waited for.
         used["load (locust)"] = _children_cpu()
         return used
-
-    def start_worker(self) -> Worker:
-        worker = Worker(
-            self.env, self.workdir / f"worker{len(self.workers)}.log", len(self.workers)
-        )
-        worker.launch()
-        worker.wait_started()
-        self.workers.append(worker)
-        return worker
 
 
 def faults(cluster: Cluster, seconds: float, log: list[str]) -> threading.Thread:
@@ -496,92 +231,6 @@ def faults(cluster: Cluster, seconds: float, log: list[str]) -> threading.Thread
 # --------------------------------------------------------------------------- checks
 
 
-def check_invariants(cluster: Cluster, phases: list[Phase]) -> list[tuple[str, bool, str]]:
-    db = cluster.db
-    results: list[tuple[str, bool, str]] = []
-
-    def check(name: str, ok: bool, detail: str) -> None:
-        results.append((name, ok, detail))
-
-    keys: dict[str, set[str]] = {}
-    accepted: dict[str, set[str]] = {}
-    statuses: Counter[str] = Counter()
-    for phase in phases:
-        for key, ids in phase.records["keys"].items():
-            keys.setdefault(key, set()).update(ids)
-        for batch_id, ids in phase.records["accepted"].items():
-            accepted.setdefault(batch_id, set()).update(ids)
-        statuses.update(phase.records["statuses"])
-    twice = [k for k, ids in keys.items() if len(ids) != 1]
-    stored_keys = db.execute("SELECT count(*) FROM orders_idempotencyrecord").fetchone()[0]
-    check(
-        "each Idempotency-Key answered with one batch",
-        not twice,
-        f"{len(keys)} keys answered, {sum(len(v) for v in keys.values())} batch ids, "
-        f"{len(twice)} keys with more than one; {stored_keys} keys stored",
-    )
-    drop_ids = [d for ids in accepted.values() for d in ids]
-    found = db.execute(
-        "SELECT count(*) FROM orders_drop WHERE id = ANY(%s::uuid[])", (drop_ids,)
-    ).fetchone()[0]
-    mismatched = db.execute(
-        """SELECT count(*) FROM orders_batch b
-           WHERE b.accepted <> (SELECT count(*) FROM orders_drop d WHERE d.batch_id = b.id)"""
-    ).fetchone()[0]
-    check(
-        "every accepted drop stored, once",
-        found == len(drop_ids) == len(set(drop_ids)) and mismatched == 0,
-        f"{len(drop_ids)} accepted in answers, {found} in the database; "
-        f"{mismatched} batches whose accepted count differs from their drops",
-    )
-    wallets = db.execute(
-        """SELECT count(*) FILTER (WHERE w.balance <> coalesce(l.total, 0)),
-                  count(*) FILTER (WHERE w.balance < 0), count(*)
-           FROM billing_wallet w
-           LEFT JOIN (SELECT wallet_id, sum(amount) AS total FROM billing_ledgerentry
-                      GROUP BY wallet_id) l ON l.wallet_id = w.id"""
-    ).fetchone()
-    negative_ever = db.execute(
-        "SELECT count(*) FROM billing_ledgerentry WHERE balance_after < 0"
-    ).fetchone()[0]
-    check(
-        "wallets equal their ledger, never negative",
-        wallets[0] == 0 and wallets[1] == 0 and negative_ever == 0,
-        f"{wallets[2]} wallets, {wallets[0]} off their ledger, {wallets[1]} negative, "
-        f"{negative_ever} ledger rows below zero",
-    )
-    doubled = db.execute(
-        """SELECT count(*) FROM (SELECT 1 FROM orders_drop
-           WHERE status IN ('SCHEDULED','PENDING','ASSIGNED','PICKED_UP')
-           GROUP BY business_id, environment, client_order_id HAVING count(*) > 1) t"""
-    ).fetchone()[0]
-    check("no client_order_id active twice", doubled == 0, f"{doubled} ids active twice")
-    events = {row[0] for row in db.execute("SELECT public_id FROM events_event")}
-    received = Counter(r.id for r in cluster.receiver.received)
-    missing = events - set(received)
-    by_status = dict(db.execute("SELECT status, count(*) FROM events_delivery GROUP BY 1"))
-    alive = sum(worker.alive for worker in cluster.workers)
-    check(
-        "every event delivered at least once",
-        not missing,
-        f"{len(events)} events, {len(set(received))} distinct delivered, {len(missing)} "
-        f"missing, {sum(n - 1 for n in received.values())} duplicate deliveries (deduped); "
-        f"deliveries {by_status}; {alive} of {len(cluster.workers)} workers alive",
-    )
-    codes = Counter()
-    for name, n in statuses.items():
-        codes[int(name.rsplit(" ", 1)[1])] += n
-    bad = {code: n for code, n in codes.items() if code >= 500 and code != 503}
-    check(
-        "no 5xx but the documented 503",
-        not bad,
-        f"{codes[503]} answers 503 (retried with the same key), other 5xx: {bad or 'none'}; "
-        f"{codes[0]} connections dropped mid-request by an instance killed under them "
-        "(no status; retried with the same key)",
-    )
-    return results
-
-
 def rate_limit_probe(cluster: Cluster) -> tuple[str, bool, str]:
     """A key the load never used sends BULK_RATE_LIMIT + 20 bulk calls at once, through the
     balancer (both instances): exactly BULK_RATE_LIMIT may pass the throttle, whichever
@@ -626,42 +275,6 @@ def _healthy(port: int) -> bool:
 
 
 # --------------------------------------------------------------------------- figures
-
-
-def figures(phase: Phase, cluster: Cluster) -> list[str]:
-    rows = {row["Name"]: row for row in phase.stats}
-    total = rows.get("Aggregated", {})
-    seconds = phase.ended - phase.started
-    drops = cluster.db.execute(
-        "SELECT count(*) FROM orders_drop"
-        " WHERE created_at BETWEEN to_timestamp(%s) AND to_timestamp(%s)",
-        (phase.started, phase.ended),
-    ).fetchone()[0]
-    lines = [
-        f"{phase.name}: {phase.instances} app instance(s), {seconds:.0f} s: "
-        f"{float(total.get('Requests/s', 0)):.1f} requests/s, {drops / seconds:.0f} drops/s",
-        f"  {'endpoint':<16} {'requests':>8} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7}",
-    ]
-    for name, row in sorted(rows.items(), key=lambda item: _order(item[0])):
-        if name == "Aggregated":
-            continue
-        lines.append(
-            f"  {name:<16} {row['Request Count']:>8} {row['Failure Count']:>5} "
-            f"{row['50%']:>7} {row['95%']:>7} {row['99%']:>7}"
-        )
-    if phase.cpu and "faults" not in phase.name:
-        busy = ", ".join(
-            f"{name} {used / seconds:.2f}"
-            for name, used in sorted(phase.cpu.items(), key=lambda item: -item[1])
-        )
-        lines.append(f"  CPU cores busy (of {os.cpu_count()}): {busy}")
-    return lines
-
-
-def _order(name: str) -> tuple:
-    """bulk 1, bulk 5, …, bulk 2000 in size order, then the other calls by name."""
-    kind, _, size = name.partition(" ")
-    return (kind, int(size) if size.isdigit() else 10**9, name)
 
 
 def database_share(cluster: Cluster) -> str:
@@ -717,21 +330,6 @@ def cpu_seconds(pids: list[int]) -> float:
     return used
 
 
-def start_couriers(cluster: Cluster, cleanup: contextlib.ExitStack, count: int) -> Fleet:
-    """The simulated couriers, provisioned in one process and started (signed in, online)."""
-    fleet = Fleet(HOST, cluster.balancer.port, count)
-    manage(cluster.env, "shell", "-c", fleet.snippet())
-    cleanup.callback(fleet.stop)
-    fleet.start()
-    # Signed in before the load starts: each sign-in hashes a password (~1 s of a sync
-    # worker), which would otherwise be measured as the mix's queueing (5 s p99 at one
-    # instance, docs/scaling.md).
-    deadline = time.monotonic() + 120
-    while fleet.signed_in() < count and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return fleet
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", action="store_true", help="15 s, no faults")
@@ -745,8 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with contextlib.ExitStack() as cleanup:
-        cluster = Cluster(cleanup, short=args.short, workers=args.workers)
-        fleet = start_couriers(cluster, cleanup, 6 if args.short else args.couriers)
+        couriers = 6 if args.short else args.couriers
+        cluster = Cluster(cleanup, short=args.short, workers=args.workers, couriers=couriers)
+        fleet = cluster.start_couriers(cleanup)
         phases: list[Phase] = []
         fault_log: list[str] = []
         balancer = f"http://{HOST}:{cluster.balancer.port}"
@@ -767,15 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         print("load done; the couriers take what still waits ...", flush=True)
         unserved, settled = settle(cluster.db, fleet, 30 if args.short else 60)
         fleet.stop()
-        print("waiting for every webhook to be delivered ...", flush=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            pending = cluster.db.execute(
-                "SELECT count(*) FROM events_delivery WHERE status = 'PENDING'"
-            ).fetchone()[0]
-            if pending == 0:
-                break
-            time.sleep(1)
+        cluster.wait_delivered(120)
         results = check_invariants(cluster, phases)
         results.append(rate_limit_probe(cluster))
         results += check_dispatch(cluster.db, fleet, unserved, settled)

@@ -1,13 +1,15 @@
 """Lose the primary, lose nothing: the service on a replicated PostgreSQL (issue 33).
 
     .venv/bin/python bench/ha.py            # make ha-test: 60 s of load, the primary killed twice
-    .venv/bin/python bench/ha.py --short    # 25 s, killed once
+    .venv/bin/python bench/ha.py --short    # 25 s, killed once (the suite runs this)
 
 Everything on loopback (bench/hapg.py, pg_auto_failover from Debian, installed if missing):
 a monitor and three nodes, a primary, a synchronous standby and an asynchronous replica
 that is never promoted. The app connects with a libpq multi-host URL and
 target_session_attrs=read-write, so two gunicorn instances (behind HAProxy, as in
 bench/cluster.py) and two `db_worker`s reach whichever node is primary, without a restart.
+The seeding, the apps, workers and receiver, the load and the invariants both drills check
+are bench/drill.py's; this file adds the formation, the read router's phases and the kills.
 The mixed integrator load of `make cluster-test` (bench/locustfile.py) runs while this
 script kills -9 the primary (its postmaster and its pg_autoctl: the host dies), waits for
 the standby to be promoted and the first write to pass, then restarts the lost node's
@@ -48,28 +50,52 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import cluster as clustered  # noqa: E402
-from bench.bulk import DB_NAME, HOST, SEED_SNIPPET, BenchError, Gunicorn, manage  # noqa: E402
-from bench.cluster import Cluster, Phase, check_invariants, figures, run_locust  # noqa: E402
+from bench.bulk import DB_NAME, HOST, BenchError  # noqa: E402
+from bench.drill import (  # noqa: E402
+    APP_SETTINGS,
+    HAPROXY,
+    Drill,
+    Phase,
+    check_invariants,
+    figures,
+    install_missing,
+    run_locust,
+)
+from bench.hapg import PACKAGES as PG_AUTO_FAILOVER  # noqa: E402
 from bench.hapg import Formation  # noqa: E402
-from bench.hapg import install_missing as install_pg_auto_failover  # noqa: E402
-from tests.webhook_receiver import WebhookReceiver  # noqa: E402
 
 STANDBY_STATES = ("secondary",)
 PRIMARY_STATES = ("primary", "wait_primary", "single")
 
 
-class HaCluster(Cluster):
-    """bench/cluster.py's cluster, its database a pg_auto_failover formation: no PgBouncer
-    (a pooler pinned to one node would not follow the primary) and no Redis."""
+class HaCluster(Drill):
+    """The drill's apps and workers on a pg_auto_failover formation: no PgBouncer (a pooler
+    pinned to one node would not follow the primary) and no Redis."""
 
     def __init__(self, cleanup: contextlib.ExitStack, short: bool) -> None:
         self.short = short
-        clustered.install_missing()  # HAProxy
-        install_pg_auto_failover()
+        install_missing({"haproxy": HAPROXY, **PG_AUTO_FAILOVER})
         self.workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ha-")))
         self.formation = Formation()
         cleanup.callback(self.formation.stop)  # registered first, so it runs last
+        self._start_formation()
+        with psycopg.connect(self.formation.url("postgres"), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {DB_NAME}")
+        self.env = self._environment()
+        self.db = self.connect()
+        cleanup.callback(lambda: self.db.close())
+        print("migrating and seeding through the primary ...", flush=True)
+        # Static files only for the recipients' pages of the read-scale phases (not --short).
+        self.serve(cleanup, collect_static=not short)
+        print(
+            f"formation up in {self.setup_seconds:.1f} s: {self.formation.url(DB_NAME)}; apps "
+            f":{self.apps[0].port} :{self.apps[1].port}, HAProxy :{self.balancer.port}, "
+            f"{len(self.workers)} workers, receiver {self.receiver.url()}",
+            flush=True,
+        )
+
+    def _start_formation(self) -> None:
+        """The monitor, a primary, its synchronous standby and an asynchronous replica."""
         print("starting the monitor and three nodes ...", flush=True)
         started = time.monotonic()
         self.formation.start_monitor()
@@ -82,39 +108,6 @@ class HaCluster(Cluster):
         for node in self.formation.nodes:
             self.formation.tune(node)
         self.setup_seconds = time.monotonic() - started
-        with psycopg.connect(self.formation.url("postgres"), autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {DB_NAME}")
-        self.env = self._environment()
-        self.db = self.connect()
-        cleanup.callback(lambda: self.db.close())
-        print("migrating and seeding through the primary ...", flush=True)
-        manage(self.env, "migrate", "--noinput", "-v0")
-        # The recipients' pages name hashed static files (DEBUG off): collected once, here,
-        # gzip only (brotli would be ~35 s of the two cores' CPU, core/static.py).
-        manage({**self.env, "STATIC_BROTLI": "false"}, "collectstatic", "--noinput", "-v0")
-        manage(self.env, "seed_demo")
-        manage(self.env, "shell", "-c", SEED_SNIPPET)
-        self.receiver = WebhookReceiver()
-        cleanup.callback(self.receiver.stop)
-        self.apps = [Gunicorn(self.env, 2, self.workdir / f"app{i}.log") for i in range(2)]
-        for app in self.apps:
-            cleanup.callback(app.stop)
-            app.start()
-        self.balancer = clustered.haproxy(self.workdir, [app.port for app in self.apps])
-        cleanup.callback(self.balancer.stop)
-        self.balancer.start()
-        clustered.wait_port(self.balancer.port, "haproxy")
-        self.tenants = self._provision()
-        self.workers = []
-        cleanup.callback(lambda: [w.stop() for w in self.workers])
-        for _ in range(2):
-            self.start_worker()
-        print(
-            f"formation up in {self.setup_seconds:.1f} s: {self.formation.url(DB_NAME)}; apps "
-            f":{self.apps[0].port} :{self.apps[1].port}, HAProxy :{self.balancer.port}, "
-            f"2 workers, receiver {self.receiver.url()}",
-            flush=True,
-        )
 
     def _environment(self) -> dict[str, str]:
         return {
@@ -125,14 +118,9 @@ class HaCluster(Cluster):
             "DEBUG": "false",
             "ALLOWED_HOSTS": HOST,
             "SECURE_SSL_REDIRECT": "false",
-            "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
-            "WEBHOOK_RETRY_SCHEDULE": "1,2,5,10,30",
-            "RATE_LIMIT_DEFAULT": f"{clustered.RATE_LIMIT}/minute",
-            "RATE_LIMIT_BULK": f"{clustered.BULK_RATE_LIMIT}/minute",
+            **APP_SETTINGS,
             # Every recipient of the read-scale phases calls from 127.0.0.1.
             "RATE_LIMIT_TRACKING_PAGE": "100000/minute",
-            "CONN_MAX_AGE": "60",
-            "LOG_LEVEL": "INFO",
             "STATIC_ROOT": str(self.workdir / "static"),
         }
 
@@ -144,9 +132,6 @@ class HaCluster(Cluster):
         with contextlib.suppress(psycopg.Error):
             self.db.close()
         self.db = self.connect()
-
-    def cpu_by_component(self) -> dict[str, float]:
-        return {}
 
 
 # --------------------------------------------------------------------------- read scale
@@ -350,17 +335,6 @@ def check_ha(cluster: HaCluster, phase: Phase, failovers: Failovers) -> list[tup
     return results
 
 
-def wait_delivered(cluster: HaCluster, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        pending = cluster.db.execute(
-            "SELECT count(*) FROM events_delivery WHERE status = 'PENDING'"
-        ).fetchone()[0]
-        if pending == 0:
-            return
-        time.sleep(1)
-
-
 def report(
     cluster: HaCluster, phase: Phase, failovers: Failovers, lag: LagSampler, scale: list[str]
 ) -> None:
@@ -415,8 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         failovers.thread.join(timeout=720)
         lag.stopping.set()
         cluster.reconnect()
-        print("load done; waiting for every webhook to be delivered ...", flush=True)
-        wait_delivered(cluster, 120)
+        print("load done", flush=True)
+        cluster.wait_delivered(120)
         results = check_invariants(cluster, [*scale_phases, phase])
         results += check_ha(cluster, phase, failovers)
         report(cluster, phase, failovers, lag, scale)

@@ -1,10 +1,11 @@
 """A pg_auto_failover formation on loopback: a monitor and PostgreSQL nodes (issue 33).
 
-Used by bench/ha.py (make ha-test) and tests/reliability/test_ha_short.py. Each node is
-its own `pg_autoctl` process group (the keeper and the postmaster it runs), so killing the
-group is a host dying; PostgreSQL refuses root, so as root everything runs as `postgres`
-(runuser), in a temporary folder that holds the data, the sockets and pg_autoctl's state
-(XDG_* point there, nothing lands in a home folder). docs/scaling.md describes the set-up.
+Used by bench/ha.py (make ha-test; its short form runs in the suite,
+tests/reliability/test_ha_short.py). Each node is its own `pg_autoctl` process group (the
+keeper and the postmaster it runs), so killing the group is a host dying; PostgreSQL
+refuses root, so as root everything runs as `postgres` (runuser), in a temporary folder
+that holds the data, the sockets and pg_autoctl's state (XDG_* point there, nothing lands
+in a home folder). docs/scaling.md describes the set-up.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ from tests.pgcluster import _bindir, _free_port
 
 HOST = "127.0.0.1"
 SOCKETS = "/var/run/postgresql"
-PACKAGES = {"pg-auto-failover-cli": "/usr/bin/pg_autoctl"}
+# pg_auto_failover from Debian, each package by a file it installs (bench/drill.py's
+# install_missing fetches those missing).
+PACKAGES = {
+    "pg-auto-failover-cli": "/usr/bin/pg_autoctl",
+    "postgresql-15-auto-failover": "/usr/lib/postgresql/15/lib/pgautofailover.so",
+}
 # The monitor's health checks, tightened from their defaults (20 s before a node counts
 # as unhealthy) so a failover on loopback takes seconds: docs/decisions.md.
 MONITOR_SETTINGS = {
@@ -46,18 +52,6 @@ NETWORK_PARTITION_TIMEOUT = "3"  # seconds; the keepers' default is 20
 
 class FormationError(BenchError):
     pass
-
-
-def install_missing() -> None:
-    """pg_auto_failover from Debian, when missing (as bench/cluster.py installs its parts)."""
-    missing = [name for name, path in PACKAGES.items() if not os.access(path, os.X_OK)]
-    if not Path("/usr/lib/postgresql/15/lib/pgautofailover.so").exists():
-        missing.append("postgresql-15-auto-failover")
-    if missing:
-        print(f"installing {', '.join(missing)} from Debian ...", flush=True)
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
 
 
 @dataclass

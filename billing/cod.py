@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import BillingModel, Business
@@ -38,6 +38,7 @@ from billing.models import (
 )
 from billing.services import Movement, append_entries, lock_account
 from core.formats import CENT, money
+from core.functions import MoneySum
 from core.writes import insert_rows
 from events.models import EventType
 from events.services import record_events
@@ -255,7 +256,7 @@ def accounts_with_totals(*, environment: str, at: datetime) -> QuerySet[CodAccou
     )
     return (
         CodAccount.objects.filter(environment=environment)
-        .annotate(collected_today=Sum("entries__amount", filter=today, default=ZERO))
+        .annotate(collected_today=MoneySum("entries__amount", filter=today, default=ZERO))
         .select_related("business")
         .order_by("-owed", "business__name", "pk")
     )

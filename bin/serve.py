@@ -96,6 +96,14 @@ def supervise(children: dict[str, subprocess.Popen], signals: Signals) -> int:
     return 128 + signals.received[0]
 
 
+def log_options() -> list[str]:
+    """gunicorn's own lines at LOG_LEVEL (make run: WARNING), and its line per request only
+    when LOG_LEVEL says INFO or DEBUG."""
+    level = os.environ.get("LOG_LEVEL", "INFO").lower()
+    access_log = ["--access-logfile", "-"] if level in ("debug", "info") else []
+    return ["--log-level", level, *access_log]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bind", required=True, help="HOST:PORT for gunicorn")
@@ -112,7 +120,7 @@ def main() -> int:
             " (tasks, webhooks, periodic jobs)"
         )
         gunicorn = [str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "config.wsgi"]
-        gunicorn += ["--bind", args.bind, "--workers", args.workers, "--access-logfile", "-"]
+        gunicorn += ["--bind", args.bind, "--workers", args.workers, *log_options()]
         children["gunicorn"] = start(gunicorn)
         return supervise(children, signals)
     finally:

@@ -1,7 +1,5 @@
 """Routes of /api/v1: one DRF router over the apps' viewsets."""
 
-from django.conf import settings
-from django.http import HttpResponse
 from django.urls import path, re_path, reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
@@ -9,7 +7,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.routers import SimpleRouter
 
 from billing.api import AccountViewSet
-from core.api import ApiError, envelope
+from config.guides import ATTACHMENT_PATH, guide_file, guide_markdown, guide_page
+from core.api import envelope
 from core.handlers import unknown_path
 from core.openapi import DocsView, SchemaView
 from courier_app.api import CourierSessionViewSet, CourierViewSet
@@ -57,41 +56,18 @@ def api_index(request):
     )
 
 
-# The integrators' guides of docs/, served as they are in the repository (Markdown, which
-# reads as plain text): a deployed service's integrators have no clone. Their links to one
-# another are relative (webhooks.md), so they resolve to these same routes.
-GUIDES = {
-    "api",
-    "webhooks",
-    "sandbox",
-    "csv",
-    "contract",
-    "changelog",
-    "notifications",
-    "agents",
-}
-
-
-@extend_schema(exclude=True)
-@api_view(["GET"])
-@authentication_classes([])
-@permission_classes([AllowAny])
-def api_guide(request, name: str = "api"):
-    """GET /api/v1/guide/ (docs/api.md) and /api/v1/guide/<name>.md: public, like the docs."""
-    if name not in GUIDES:
-        raise ApiError(404, "NOT_FOUND", "No such guide.")
-    text = (settings.BASE_DIR / "docs" / f"{name}.md").read_bytes()
-    return HttpResponse(text, content_type="text/plain; charset=utf-8")
-
-
 urlpatterns = [
     path("", api_index, name="api-index"),
     *router.urls,
     # Public: the OpenAPI schema and its docs page need no key.
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(), name="api-docs"),
-    path("guide/", api_guide, name="api-guide"),
-    path("guide", api_guide),  # paths answer with or without the slash, never redirected
-    path("guide/<slug:name>.md", api_guide, name="api-guide-page"),
+    # The integrators' guides of docs/ (config/guides.py): pages, their Markdown, their files.
+    path("guide/", guide_page, name="api-guide"),
+    path("guide", guide_page),  # paths answer with or without the slash, never redirected
+    path("guide/<slug:name>.md", guide_markdown, name="api-guide-markdown"),
+    re_path(rf"^guide/(?P<path>{ATTACHMENT_PATH})$", guide_file, name="api-guide-file"),
+    path("guide/<slug:name>", guide_page, name="api-guide-page"),
+    path("guide/<slug:name>/", guide_page),
     re_path(r"^(?P<rest>.*)$", unknown_path),
 ]

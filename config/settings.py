@@ -76,7 +76,7 @@ SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "console.site.ConsoleAdminConfig",  # django.contrib.admin, the console's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -377,8 +377,14 @@ GEOCODE_NEGATIVE_TTL_HOURS = env_int("GEOCODE_NEGATIVE_TTL_HOURS", default=24, m
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
-# Webhooks (docs/contract.md §11). Plain http and private addresses only for local demos and tests.
-WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
+# Webhooks (docs/contract.md §11). Plain http and private addresses (this machine, a LAN) only
+# for local demos and tests: by default where `make run` runs, DEBUG on with the embedded
+# SQLite database; never by default in production (DEBUG off, or PostgreSQL). events/ssrf.py
+# reads it (docs/webhooks.md, "Try it locally").
+WEBHOOK_ALLOW_PRIVATE_URLS = env_bool(
+    "WEBHOOK_ALLOW_PRIVATE_URLS",
+    default=DEBUG and DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3",
+)
 # Seconds between a failed attempt and the next, then the delivery is FAILED (events/delivery.py).
 WEBHOOK_RETRY_SCHEDULE = env_int_list(
     "WEBHOOK_RETRY_SCHEDULE", default=[5, 300, 1800, 7200, 18000, 36000, 36000], minimum=1
@@ -476,16 +482,22 @@ SPECTACULAR_SETTINGS = {
 }
 
 # One JSON object per line on stderr, each with the request id (core/logging.py); the
-# "api.access" logger writes one line per API request.
+# "api.access" logger writes one line per API request. LOG_FORMAT=text is one readable line
+# a record instead: `make run` asks for it, with LOG_LEVEL=WARNING, so that its printed logins
+# stay in sight (docs/deployment.md).
+LOG_FORMAT = env_choice("LOG_FORMAT", default="json", choices=("json", "text"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "core.logging.RequestIdFilter"}},
-    "formatters": {"json": {"()": "core.logging.JsonFormatter"}},
+    "formatters": {
+        "json": {"()": "core.logging.JsonFormatter"},
+        "text": {"()": "core.logging.TextFormatter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "json",
+            "formatter": LOG_FORMAT,
             "filters": ["request_id"],
         }
     },

@@ -12,7 +12,10 @@ os.environ.setdefault("DEBUG", "false")
 os.environ.setdefault(
     "SECRET_KEY", "test-only-secret-key-not-for-production-0123456789-abcdefghijklmnop"
 )
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:1/delivery")
+if os.environ.get("TEST_DATABASE") == "sqlite":  # the embedded default, as `make run` has it
+    os.environ.setdefault("DATABASE_URL", "sqlite:///delivery-test.sqlite3")
+else:
+    os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:1/delivery")
 os.environ.setdefault("CONN_MAX_AGE", "0")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "false")

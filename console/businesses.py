@@ -30,6 +30,23 @@ from console.forms import UnitInput
 from console.history import record
 from core.admin import GatedActionsAdmin
 
+# What only a monthly invoice has: credit terms. A prepaid wallet pays each drop at once.
+INVOICE_ONLY_FIELDS = ["net_days"]
+
+
+def show_billing_terms_by_model(form: forms.BaseForm) -> None:
+    """Ask for a monthly invoice's terms only when the form bills by invoice.
+
+    The invoice-only fields are marked for the page's script (console/billing_terms.js), which
+    hides them while "Prepaid wallet" is chosen. Whatever a wallet's form sends for them,
+    script or not, is ignored: a disabled field keeps its initial value (the business's own).
+    """
+    billed_by_wallet = form.data.get("billing_model") == BillingModel.WALLET
+    for name in INVOICE_ONLY_FIELDS:
+        if name in form.fields:
+            form.fields[name].widget.attrs["data-invoice-only"] = ""
+            form.fields[name].disabled = billed_by_wallet
+
 
 class ApproveForm(forms.Form):
     billing_model = forms.ChoiceField(
@@ -64,8 +81,21 @@ class ApproveForm(forms.Form):
         max_value=365,
         initial=30,
         widget=UnitInput("days"),
-        help_text="Invoice credit terms: an invoice is due this many days after it is issued.",
+        help_text="Invoice credit terms: an invoice is due this many days after it is issued. "
+        "Only for a monthly invoice.",
     )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        show_billing_terms_by_model(self)
+
+
+class BusinessForm(forms.ModelForm):
+    """The business page's form: its billing terms as the approve form asks for them."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        show_billing_terms_by_model(self)
 
 
 _AMOUNT = LedgerEntry._meta.get_field("amount")
@@ -121,10 +151,11 @@ def approval_logged(terms: dict) -> str:
         per_km_fee=terms["per_km_fee"],
         included_km=terms["included_km"],
     )
-    return (
-        f"Approved: {BillingModel(terms['billing_model']).label.lower()}, "
-        f"{price_terms(plan)}, invoices due {terms['net_days']} days after issue."
-    )
+    billing_model = BillingModel(terms["billing_model"])
+    said = f"Approved: {billing_model.label.lower()}, {price_terms(plan)}"
+    if billing_model == BillingModel.INVOICED:
+        said += f", invoices due {terms['net_days']} days after issue"
+    return f"{said}."
 
 
 def waiting_since(business: Business) -> tuple[str, datetime | None] | None:
@@ -298,7 +329,11 @@ class BusinessAdmin(ServiceTimesAdmin, admin.ModelAdmin):
         *readonly_fields[1:],
     ]
     inlines = [MembershipInline, ApiKeyInline]
+    form = BusinessForm
     change_form_template = "admin/accounts/business/change_form.html"
+
+    class Media:
+        js = ["console/billing_terms.js"]
 
     @admin.display(description="Name", ordering="name")
     def name_column(self, business: Business) -> SafeString | str:
@@ -396,7 +431,10 @@ class BusinessAdmin(ServiceTimesAdmin, admin.ModelAdmin):
 
     def approve_view(self, request, pk):
         business = self._business(request, pk, "approve")
-        form = ApproveForm(request.POST or None, initial={"billing_model": business.billing_model})
+        form = ApproveForm(
+            request.POST or None,
+            initial={"billing_model": business.billing_model, "net_days": business.net_days},
+        )
         if request.method == "POST" and form.is_valid():
             try:
                 onboarding.approve(business=business, actor=request.user, **form.cleaned_data)

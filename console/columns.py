@@ -152,7 +152,8 @@ class LedgerInline(ServiceTimesInline, admin.TabularInline):
     ordering = ["-id"]
 
     def get_readonly_fields(self, request, obj=None):
-        return self.fields
+        # Every field, its dates and times as the console shows them (ServiceTimes).
+        return [self._shown(name) for name in self.fields]
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.contrib.auth.hashers import make_password
 
 from console.columns import ServiceTimesAdmin
-from couriers.services import deactivate_courier
+from couriers.services import courier_phone, deactivate_courier
 from fleet.models import VehicleType
 from orders.decisions import phone_is_valid
 from orders.models import Driver
@@ -32,7 +32,7 @@ class CourierForm(forms.ModelForm):
         fields = ["name", "phone", "vehicle", "active"]
 
     def clean_phone(self) -> str:
-        phone = self.cleaned_data["phone"].strip()
+        phone = courier_phone(self.cleaned_data["phone"])
         if not phone_is_valid(phone):
             raise forms.ValidationError("The phone must be in E.164 form, such as +85512345678.")
         return phone

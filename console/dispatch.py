@@ -26,6 +26,7 @@ from console.orders import _actor
 from core.admin import ReadOnlyAdmin
 from core.api import envelope, error_response
 from core.formats import iso_z
+from dashboard.templatetags.dashboard_tags import when_text
 from dispatch.board import Board, WaitingOrder, choices_for, read_board, refusal_of
 from dispatch.models import Offer
 from dispatch.offers import assign_by_hand
@@ -101,6 +102,9 @@ def board_data_view(request: HttpRequest) -> HttpResponse:
 def board_data(board: Board) -> dict:
     return {
         "at": iso_z(board.at),
+        # The page's own words for the time ("As of …"), so the map's caption reads the
+        # same, never the browser's clock and zone.
+        "at_shown": when_text(board.at, "seconds"),
         "waiting": board.waiting,
         "online": board.online,
         "orders": [_order_data(order) for order in board.orders],
@@ -129,6 +133,7 @@ def _order_data(order: WaitingOrder) -> dict:
     return {
         "order_id": str(order.order_id),
         "business": order.business,
+        "for_business": order.for_business,
         "pickup": {"name": order.pickup_name, "lat": order.lat, "long": order.long},
         "drops": order.drops,
         "vehicle": order.vehicle,

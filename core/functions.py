@@ -7,7 +7,7 @@ Both have PostgreSQL and SQLite forms, so the same query serves tests and `make 
 
 from __future__ import annotations
 
-from django.db.models import Func, TextField
+from django.db.models import Func, Sum, TextField
 
 
 class IsoZ(Func):
@@ -63,8 +63,11 @@ class MoneyText(Func):
     def as_sqlite(self, compiler, connection, **extra):
         # Stored as a REAL there. "%%%%" survives this template's formatting as "%%", which
         # the SQLite backend turns into the "%" of printf's format.
+        # printf() prints NULL as 0.00: a missing amount (a drop without COD) stays NULL.
         template = "printf('%%%%.2f', %(expressions)s)"
-        return self.as_sql(compiler, connection, template=template, **extra)
+        sql, params = self.as_sql(compiler, connection, template=template, **extra)
+        value, value_params = compiler.compile(self.source_expressions[0])
+        return f"CASE WHEN {value} IS NULL THEN NULL ELSE {sql} END", (*value_params, *params)
 
 
 class TimeText(Func):
@@ -89,3 +92,13 @@ class TimeText(Func):
         # read by a cursor that loads the key's own times as datetimes. ~0.3 ms of tracking
         # 1000 ids (docs/decisions.md, "a view's first read made by the key's statement").
         return self.as_sql(compiler, connection, template="(%(expressions)s)::text", **extra)
+
+
+class MoneySum(Sum):
+    """The sum of money amounts, exact on both databases: SQLite stores a decimal as a REAL
+    and sums it as one (0.00999999999999979 for 0.01), so its sum is rounded back to cents
+    there; PostgreSQL's numeric sum is exact already."""
+
+    def as_sqlite(self, compiler, connection, **extra):
+        sql, params = self.as_sql(compiler, connection, **extra)
+        return f"ROUND({sql}, 2)", params

@@ -1,4 +1,5 @@
-"""Structured logs: one JSON object per line, carrying the id of the request being served."""
+"""Structured logs: one JSON object per line, carrying the id of the request being served
+(production); or one readable line per record (LOG_FORMAT=text, as `make run` asks)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,16 @@ class JsonFormatter(logging.Formatter):
             entry["stack_info"] = self.formatStack(record.stack_info)
         # orjson escapes newlines inside strings: a traceback stays on its one line.
         return orjson.dumps(entry, default=str).decode()
+
+
+class TextFormatter(logging.Formatter):
+    """`HH:MM:SS LEVEL logger: message [request id]`, one line a record: what `make run`
+    prints beside its banner. A traceback, when there is one, follows its line."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        request_id = getattr(record, "request_id", "")
+        return f"{line} [{request_id}]" if request_id else line

@@ -3,16 +3,11 @@ dashboard's sign-in throttle (accounts/ratelimit.py), as POST /api/v1/courier/se
 
 from __future__ import annotations
 
-import re
-
 from django import forms
 
 from accounts import ratelimit
-from couriers.services import sign_in
+from couriers.services import courier_phone, sign_in
 from orders.models import Driver
-
-# What people type between the digits of a phone number: "+855 12 345-678" is +85512345678.
-PHONE_SEPARATORS = re.compile(r"[\s\-().]")
 
 LOCKED_OUT = {
     ratelimit.ADDRESS: "Too many failed sign-ins from this network. "
@@ -50,13 +45,13 @@ class CourierSignInForm(forms.Form):
         self.locked_out = False
 
     def clean_phone(self) -> str:
-        return PHONE_SEPARATORS.sub("", self.cleaned_data["phone"])
+        return courier_phone(self.cleaned_data["phone"])
 
     def clean(self):
         """The lockout first (one counter read, no hashing), then the password check;
         a failure counts, a success clears this phone's count (not the address's)."""
         cleaned = super().clean()
-        phone = cleaned.get("phone") or PHONE_SEPARATORS.sub("", self.data.get("phone") or "")
+        phone = cleaned.get("phone") or courier_phone(self.data.get("phone") or "")
         address = ratelimit.client_address(self.request)
         # A field left empty: nothing to check, but it counts as a guess.
         password = "" if self.errors else cleaned["password"]

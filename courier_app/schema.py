@@ -37,9 +37,17 @@ class CourierTokenScheme(OpenApiAuthenticationExtension):
         }
 
 
+_ADDRESS_HELP = "The address object as the business sent it (null when it gave coordinates)."
+_ADDRESS_TEXT_HELP = (
+    "The address as one line to read: its complete_address, else its parts joined; "
+    '"" when there is none (then the coordinates are where to go).'
+)
 SignIn = shape(
     "CourierSignIn",
-    phone=serializers.CharField(help_text="E.164, as the courier was created with."),
+    phone=serializers.CharField(
+        help_text="E.164, as the courier was created with; spaces, dashes, dots and brackets "
+        "between the digits are fine (+855 12 345 678)."
+    ),
     password=serializers.CharField(),
 )
 Token = shape(
@@ -54,12 +62,13 @@ Place = shape(
     phone=serializers.CharField(),
     lat=serializers.FloatField(),
     long=serializers.FloatField(),
-    address=serializers.JSONField(allow_null=True),
+    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
+    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
 )
 Parcel = shape(
     "CourierParcel",
     size=serializers.CharField(),
-    weight_kg=serializers.CharField(),
+    weight_kg=serializers.FloatField(help_text="In kg: a number, as in tracking entries."),
     description=serializers.CharField(allow_null=True),
 )
 Cod = shape(
@@ -77,7 +86,8 @@ Stop = shape(
     phone=serializers.CharField(),
     lat=serializers.FloatField(),
     long=serializers.FloatField(),
-    address=serializers.JSONField(allow_null=True),
+    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
+    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
     notes=serializers.CharField(allow_null=True),
     parcel=Parcel(),
     cod=Cod(allow_null=True),
@@ -119,7 +129,8 @@ OfferPickup = shape(
     name=serializers.CharField(),
     lat=serializers.FloatField(),
     long=serializers.FloatField(),
-    address=serializers.JSONField(allow_null=True),
+    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
+    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
 )
 OfferDrop = shape(
     "CourierOfferDrop",

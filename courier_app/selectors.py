@@ -7,6 +7,7 @@ from django.db.models import F
 
 from core.formats import iso_z, money
 from couriers.selectors import current_order
+from geo.addresses import address_text
 from orders.models import Drop, DropStatus
 
 
@@ -26,6 +27,7 @@ def route_of(courier) -> dict | None:
             "lat": order.pickup_lat,
             "long": order.pickup_long,
             "address": order.pickup_address,
+            "address_text": address_text(order.pickup_address),
         },
         "stops": [
             stop_of(drop, drop.stop_sequence or sequence)
@@ -49,7 +51,8 @@ def stop_of(drop: Drop, sequence: int) -> dict:
     """A stop as the courier app shows it: no more of the recipient than the job needs."""
     parcel = {
         "size": drop.parcel_size,
-        "weight_kg": format(drop.parcel_weight_kg.normalize(), "f"),
+        # A number, as in tracking entries (tracking.selectors reads it as a float).
+        "weight_kg": float(drop.parcel_weight_kg),
         "description": drop.parcel_description,
     }
     cod = None
@@ -65,6 +68,7 @@ def stop_of(drop: Drop, sequence: int) -> dict:
         "lat": drop.lat,
         "long": drop.long,
         "address": drop.address,
+        "address_text": address_text(drop.address),
         "notes": drop.notes,
         "parcel": parcel,
         "cod": cod,
@@ -88,6 +92,7 @@ def offer_view(offer) -> dict:
             "lat": order.pickup_lat,
             "long": order.pickup_long,
             "address": order.pickup_address,
+            "address_text": address_text(order.pickup_address),
         },
         "drops": [
             {"drop_id": str(d.pk), "stop_sequence": d.stop_sequence, "lat": d.lat, "long": d.long}

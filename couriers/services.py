@@ -18,16 +18,18 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts import ratelimit
-from accounts.keys import digest_of
+from accounts.keys import COURIER_TOKEN_PREFIX, digest_of
 from core.writes import insert_rows
 from couriers.models import CourierPoint, CourierPosition, CourierToken
 from fleet.models import VehicleType
 from orders.decisions import phone_is_valid
 from orders.models import Driver
 
-TOKEN_PREFIX = "crr_"
-TOKEN_PATTERN = re.compile(r"crr_[A-Za-z0-9]{40}\Z")
+TOKEN_PREFIX = COURIER_TOKEN_PREFIX
+TOKEN_PATTERN = re.compile(rf"{TOKEN_PREFIX}[A-Za-z0-9]{{40}}\Z")
 _ALPHABET = string.ascii_letters + string.digits
+# What people type between the digits of a phone number: "+855 12 345-678" is +85512345678.
+PHONE_SEPARATORS = re.compile(r"[\s\-().]")
 # Written at most once a minute, so a phone posting every 15 s costs no extra write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -57,6 +59,14 @@ def provision_courier(*, name: str, phone: str, vehicle: str, password: str) -> 
         )
 
 
+def courier_phone(typed: str) -> str:
+    """A courier's phone as people type it ("+855 12 000 003", "+855-12-000-003") made the
+    E.164 it is stored as: the one reading of a typed phone for the app's sign-in form, the
+    API's sign-in and the console's courier form. Nothing is guessed (no country code is
+    added): what is left must still be E.164."""
+    return PHONE_SEPARATORS.sub("", typed)
+
+
 def check_courier_password(*, phone: str, password: str) -> Driver | None:
     """The active courier signing in with this phone and password, or None. An unknown phone
     costs the same hashing as a known one, so timing does not tell which exist."""
@@ -80,7 +90,9 @@ def sign_in(*, phone: str, password: str, address: str) -> SignIn:
     """The dashboard's sign-in throttle around the password check (accounts/ratelimit.py),
     for the courier API's session and the app's form alike: the lockout first (one counter
     read, no hashing); a failure counts, a success clears this phone's count. An empty
-    password is a failure without a check."""
+    password is a failure without a check. The phone is read as typed (courier_phone), so
+    one phone is one count however it is spaced."""
+    phone = courier_phone(phone)
     if locked := ratelimit.locked_out_by(phone, address):
         return SignIn(None, locked)
     courier = check_courier_password(phone=phone, password=password) if password else None

@@ -17,10 +17,11 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.db.models.functions import TruncDate
 
 from core.formats import money
+from core.functions import MoneySum
 from orders.models import Drop, DropStatus
 
 CHART_DAYS = 30
@@ -92,7 +93,7 @@ def spend_per_day(*, business, environment: str, window: Window) -> dict[date, D
         _drops_in(business=business, environment=environment, window=window)
         .exclude(status=DropStatus.CANCELLED)
         .values("day")
-        .annotate(total=Sum("price"))
+        .annotate(total=MoneySum("price"))
     )
     return {row["day"]: row["total"] for row in rows}
 

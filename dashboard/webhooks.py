@@ -41,6 +41,7 @@ from events.endpoints import (
 )
 from events.models import DeliveryAttempt, WebhookEndpoint
 from events.selectors import deliveries_of, endpoints_of, find_delivery, find_endpoint
+from events.ssrf import private_urls_allowed
 
 # A delivery's newest attempts on the endpoint's page; the rest on the delivery's own pages.
 ATTEMPTS_SHOWN = 3
@@ -111,6 +112,7 @@ def webhooks(request):
             "can_manage": environment in allowed,
             "endpoints": endpoints_of(business=business, environment=environment),
             "max_endpoints": MAX_ENDPOINTS,
+            "private_urls_allowed": private_urls_allowed(),
             "form": form,
             "issued": issued,
             "form_token": new_key_form_token(request),

@@ -63,6 +63,14 @@ class WaitingOrder:
     window_end: datetime | None  # the earliest window end of its waiting drops
     offer: OpenOffer | None
 
+    @property
+    def for_business(self) -> str | None:
+        """The business the pickup is for, when the pickup is not simply the business under
+        its own name: "Stall 12 for Khmer Phone Shop", never "Khmer Phone Shop for Khmer
+        Phone Shop"."""
+        same = self.pickup_name.strip().casefold() == self.business.strip().casefold()
+        return None if same else self.business
+
 
 @dataclass(frozen=True, slots=True)
 class Position:

@@ -1,8 +1,9 @@
 """Which webhook URLs we may call (docs/contract.md §11): https, and never an internal address.
 
-With WEBHOOK_ALLOW_PRIVATE_URLS (local demos and tests) plain http and private addresses
-are allowed. The rule is checked when an endpoint is saved and again at each delivery,
-where the address connected to is the address checked (events/transport.py).
+With WEBHOOK_ALLOW_PRIVATE_URLS (local demos and tests; on by default under `make run`, DEBUG
+with the embedded SQLite database) plain http and private addresses are allowed. The rule is
+checked when an endpoint is saved and again at each delivery, where the address connected to
+is the address checked (events/transport.py).
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ LOCAL_DEVELOPMENT = (
 )
 
 
+def private_urls_allowed() -> bool:
+    """Whether plain http and internal addresses are allowed: the one reading of the setting
+    (config/settings.py), for the checks below and for the pages that say so."""
+    return settings.WEBHOOK_ALLOW_PRIVATE_URLS
+
+
 def check_url(url: str) -> None:
     """Refuse a malformed URL, another scheme, or (in production) an internal host."""
     _parse(url)  # malformed or not http(s): refused whatever the setting says
-    if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
+    if private_urls_allowed():
         return  # no look-up: any host will do
     try:
         checked_addresses(url)
@@ -45,7 +52,7 @@ def checked_addresses(url: str) -> tuple[SplitResult, list[str]]:
     re-resolves between this check and the connection.
     """
     parts = _parse(url)
-    allow_private = settings.WEBHOOK_ALLOW_PRIVATE_URLS
+    allow_private = private_urls_allowed()
     if parts.scheme != "https" and not allow_private:
         raise UnsafeUrl("Must be an https URL.")
     addresses = resolve(parts.hostname, parts.port or default_port(parts.scheme))

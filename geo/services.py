@@ -33,6 +33,45 @@ class Area:
         clock = local.time().replace(tzinfo=None)
         return any(opens <= clock < closes for opens, closes in self.hours.get(local.weekday(), ()))
 
+    def open_throughout(self, start: datetime, end: datetime) -> bool:
+        """Whether the area is open at every moment from `start` until `end` (a window ending
+        as the area closes is kept). Hours that touch or overlap are one stretch, over
+        midnight too: an area open all day keeps a window across it."""
+        zone = ZoneInfo(settings.TIME_ZONE)
+        first, last = start.astimezone(zone), end.astimezone(zone)
+        reach = None  # open without a break from `first` until here
+        # A week with a break in it has no stretch longer than a week: 8 days decide it.
+        for offset in range(8):
+            day = first.date() + timedelta(days=offset)
+            for opens, closes in self.stretches(day.weekday()):
+                opened = datetime.combine(day, opens, tzinfo=zone)
+                closed = datetime.combine(day, closes, tzinfo=zone)
+                if reach is None and opened <= first <= closed:
+                    reach = closed
+                elif reach is not None and opened <= reach + _TOUCHING:
+                    reach = max(reach, closed)
+                elif reach is not None:
+                    return False
+                if reach is not None and last <= reach:
+                    return True
+            if reach is None:  # `start` falls outside the hours
+                return False
+        return reach is not None and reach - first >= timedelta(days=7)  # open all week
+
+    def stretches(self, weekday: int) -> list[tuple[time, time]]:
+        """The area's hours on a weekday, in order, hours that touch or overlap merged."""
+        merged: list[tuple[time, time]] = []
+        for opens, closes in sorted(self.hours.get(weekday, ())):
+            if merged and opens <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], closes))
+            else:
+                merged.append((opens, closes))
+        return merged
+
+
+# Hours closing at 23:59:59.999999 go on into hours opening at 00:00 the next day.
+_TOUCHING = timedelta(microseconds=1)
+
 
 class Coverage:
     """The active service areas, with a vectorised point-in-area test."""
@@ -57,6 +96,18 @@ class Coverage:
 
     def is_open(self, area_indexes: tuple[int, ...], moment: datetime) -> bool:
         return any(self.areas[i].is_open_at(moment) for i in area_indexes)
+
+    def open_throughout(
+        self, area_indexes: tuple[int, ...], start: datetime, end: datetime
+    ) -> bool:
+        """Whether one of these areas is open from `start` until `end`, on one local day."""
+        return any(self.areas[i].open_throughout(start, end) for i in area_indexes)
+
+    def hours_text(self, area_indexes: tuple[int, ...], day: datetime) -> str:
+        """The first of these areas' hours on `day`, for a message: "07:00–21:00", "closed"."""
+        weekday = day.astimezone(ZoneInfo(settings.TIME_ZONE)).weekday()
+        stretches = self.areas[area_indexes[0]].stretches(weekday) if area_indexes else []
+        return ", ".join(f"{o:%H:%M}–{c:%H:%M}" for o, c in stretches) or "closed"
 
 
 def load_coverage() -> Coverage:

@@ -58,7 +58,7 @@ MESSAGES = {
         Reason.OUTSIDE_OPERATING_HOURS,
         "pickup",
     ): "The pickup time is outside the area's opening hours.",
-    # The window's own problem is the message (orders.windows.EtaTerms.window_problem).
+    # The window's own problem is the message (orders.windows.EtaTerms, window_hours_problem).
     (Reason.INVALID_TIME_WINDOW, "drop"): "The drop-off window cannot be kept.",
     # Rules 8 and 9 say what is wrong in the decision's detail (parcel_problem, cod_problem).
     (Reason.PARCEL_TOO_LARGE, "drop"): "The parcel does not fit the group's vehicle.",
@@ -151,6 +151,22 @@ def pickup_time_reason(
     if not is_open:
         return Reason.OUTSIDE_OPERATING_HOURS
     return None
+
+
+def window_hours_problem(
+    coverage: Coverage, areas: tuple[int, ...], window: tuple[datetime, datetime]
+) -> str | None:
+    """Rule 7's opening hours (docs/contract.md §17): a drop-off window lies within the
+    opening hours of the drop's service area on its day, as couriers ride only then; if
+    not, why (INVALID_TIME_WINDOW's message)."""
+    start, end = window
+    if coverage.open_throughout(areas, start, end):
+        return None
+    hours = coverage.hours_text(areas, start)
+    return (
+        "The drop-off window must lie within the opening hours of the drop's service area "
+        f"on its day ({hours}, {settings.TIME_ZONE})."
+    )
 
 
 # --- The whole batch: every drop's decision, before anything is written ------------------------
@@ -263,6 +279,7 @@ class Decider:
         self._terms: EtaTerms | None = None  # read when the first window comes
         # What each (window, pickup time) allows whatever the distance (rule 7).
         self._slacks: dict[tuple, tuple[str | None, timedelta]] = {}
+        self._hours: dict[tuple, str | None] = {}  # each (window, areas)'s hours problem
 
     def __len__(self) -> int:
         return len(self._drops)
@@ -302,13 +319,23 @@ class Decider:
                 window, pickup_time, self._now
             )
         ride = terms.ride(decision.km)
-        problem = slack[0] or terms.too_far(ride, slack[1])
+        problem = slack[0] or self._hours_problem(window, decision.located.areas)
+        problem = problem or terms.too_far(ride, slack[1])
         if problem is None:
             decision.risk_at = terms.risk_before_pickup(window[1], ride)
         else:
             decision.reason, decision.side, decision.detail = (
                 Reason.INVALID_TIME_WINDOW, "drop", problem
             )  # fmt: skip
+
+    def _hours_problem(
+        self, window: tuple[datetime, datetime], areas: tuple[int, ...]
+    ) -> str | None:
+        """Rule 7's opening hours, worked out once for each window and set of areas."""
+        key = (window, areas)
+        if key not in self._hours:
+            self._hours[key] = window_hours_problem(self.state.coverage, areas, window)
+        return self._hours[key]
 
     def runs(self, count: int) -> Iterator[list[DropDecision]]:
         """Every drop not decided yet, `count` at a time."""

@@ -588,8 +588,8 @@ def carried(decision: DropDecision) -> dict:
 
 class _BatchRows:
     """The rows of one batch, made as they are decided: what every row of the batch shares
-    is worked out once, here (ids and times as text, the link prefix, the first scenario
-    step)."""
+    is worked out once, here (ids and times as text, the link prefix, each group's first
+    scenario step)."""
 
     def __init__(self, row: Batch, decider: Decider, till: Till, written: Written) -> None:
         self.decider, self.till, self.written = decider, till, written
@@ -600,7 +600,13 @@ class _BatchRows:
         # Ids for every drop at once (core/ids.py); rejected drops leave theirs unused.
         self.drop_ids = uuid7_texts(len(decider))
         self.link = tracking_url("")
-        self.first_step = self.now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
+        # A scenario's first step, per group: a step from now, or its pickup time if later
+        # (a scheduled drop starts walking when it is due, docs/sandbox.md).
+        first_step = self.now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
+        self.first_steps = [
+            max(first_step, group.pickup.scheduled_at or first_step)
+            for group in decider.batch.groups
+        ]
         self.money = MoneyTexts()  # the answer's prices as text, each amount formatted once
         # Each (price, COD fee)'s breakdown, made once and shared by the entries (read-only).
         self.breakdowns: dict[tuple[Decimal, Decimal], dict[str, str]] = {}
@@ -649,6 +655,16 @@ class _BatchRows:
             written.accepted += len(chunk)
             yield chunk
 
+    def first_step(self, scenario: str | None, group: int) -> datetime | None:
+        """When a drop's scenario takes its first step (None: it does not walk); the batch
+        asks for a run of the test driver at the earliest of them."""
+        if scenario is None or scenario == SandboxScenario.MANUAL:
+            return None
+        first_step = self.first_steps[group]
+        earliest = self.written.scenarios_from
+        self.written.scenarios_from = first_step if earliest is None else min(earliest, first_step)
+        return first_step
+
     def accepted(self, decision: DropDecision, drop_id: str, token: str) -> DropRow:
         """An accepted drop's row; its charge and result entry on the way."""
         drop, located, price = decision.drop, decision.located, decision.price
@@ -657,9 +673,7 @@ class _BatchRows:
         self.written.groups.add(group)
         self.till.record(drop_id, price)
         pin = new_pin() if drop.wants_pin else None
-        walks = drop.scenario is not None and drop.scenario != SandboxScenario.MANUAL
-        if walks:
-            self.written.scenarios_from = self.first_step
+        first_step = self.first_step(drop.scenario, group)
         breakdown = self.breakdowns.get((price, decision.cod_fee))
         if breakdown is None:
             breakdown = self.breakdowns[price, decision.cod_fee] = price_breakdown(
@@ -702,7 +716,7 @@ class _BatchRows:
             updated_at=self.now,
             dropoff_pin=pin,
             sandbox_scenario=drop.scenario,
-            scenario_next_at=self.first_step if walks else None,
+            scenario_next_at=first_step,
             notes=drop.notes,
             undeliverable_action=drop.undeliverable_action,
             recipient_email=drop.email,

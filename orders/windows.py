@@ -42,13 +42,6 @@ class EtaTerms:
         """The ETA at the drop of a drop not yet picked up, waiting since `pickup_time`."""
         return max(pickup_time + self.dispatch, now) + 2 * self.handling + self.ride(km)
 
-    def window_problem(
-        self, window: tuple[datetime, datetime], pickup_time: datetime, now: datetime, km: float
-    ) -> str | None:
-        """Why the window cannot be kept (INVALID_TIME_WINDOW's message), or None."""
-        problem, slack = self.window_slack(window, pickup_time, now)
-        return problem or self.too_far(self.ride(km), slack)
-
     def window_slack(
         self, window: tuple[datetime, datetime], pickup_time: datetime, now: datetime
     ) -> tuple[str | None, timedelta]:
@@ -56,6 +49,8 @@ class EtaTerms:
         None; and the longest ride that still arrives by its end. A batch's drops share a
         few windows and pickup times, so the batch works this out once for each pair."""
         start, end = window
+        if end <= start:
+            return "The drop-off window must end after it starts.", timedelta()
         if end - start < self.min_length:
             minutes = settings.MIN_WINDOW_MINUTES
             return f"The drop-off window must be at least {minutes} minutes long.", timedelta()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.pgcluster import PostgresCluster
@@ -25,6 +27,7 @@ def pytest_configure(config):
 # that hold the most tests, and leave the long one-test files to the end, one worker alone
 # on them), so the short files fill in around these.
 LONGEST_FIRST = (
+    "tests/reliability/test_ha_short.py",
     "tests/api_docs/test_schemathesis.py",
     "tests/browser/test_dashboard_pages.py",
     "tests/events/test_worker_deliveries.py",
@@ -51,10 +54,56 @@ LONGEST_FIRST = (
 )
 
 
+# The main paths of the API and the pages, which `make test` runs on the embedded default
+# (SQLite, as `make run` serves) as well as on PostgreSQL: bulk with every drop field,
+# quotes, tracking, listing, edits, cancel, returns, COD, the courier API and app, the
+# recipient's page, the dashboard's order pages and MCP. A test in them that holds on
+# PostgreSQL only (a statement count, COPY, row locks between threads) is marked
+# `postgresql` and skipped there.
+EMBEDDED = (
+    "tests/orders/test_batches_and_tracking.py",
+    "tests/orders/test_windows.py",
+    "tests/orders/test_parcels.py",
+    "tests/orders/test_cod_rules.py",
+    "tests/orders/test_quotes.py",
+    "tests/tracking/test_sample_batch.py",
+    "tests/tracking/test_every_field_everywhere.py",
+    "tests/tracking/test_windows.py",
+    "tests/tracking/test_parcels_and_cod.py",
+    "tests/tracking/test_eta.py",
+    "tests/tracking/test_cancel.py",
+    "tests/tracking/test_edits.py",
+    "tests/tracking/test_returns.py",
+    "tests/tracking/test_listing.py",
+    "tests/tracking/test_page.py",
+    "tests/tracking/test_recipient_api.py",
+    "tests/tracking/test_scenarios.py",
+    "tests/billing/test_cod_collection.py",
+    "tests/courier_app/test_courier_api.py",
+    "tests/courier_app/test_pages.py",
+    "tests/courier_app/test_offer_pages.py",
+    "tests/courier_app/test_locations.py",
+    "tests/dashboard/test_order_page.py",
+    "tests/dashboard/test_orders_page.py",
+    "tests/dashboard/test_order_edit.py",
+    "tests/dashboard/test_order_cancel_and_proof.py",
+    "tests/agents/test_mcp_server.py",
+    "tests/config/test_sqlite_default.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     """The longest files first, in the order above; the rest as collected (a stable sort:
-    every xdist worker collects the same order, as it must)."""
+    every xdist worker collects the same order, as it must). The embedded default's files
+    are marked `embedded`; on SQLite, the tests marked `postgresql` are skipped."""
     _name_each_case_by_its_operation(items)
+    embedded = set(EMBEDDED)
+    on_postgresql_only = pytest.mark.skip(reason="holds on PostgreSQL only")
+    for item in items:
+        if item.nodeid.split("::")[0] in embedded:
+            item.add_marker(pytest.mark.embedded)
+        if ON_SQLITE and item.get_closest_marker("postgresql"):
+            item.add_marker(on_postgresql_only)
     rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
@@ -146,8 +195,16 @@ def _tables_with_rows(connection, tables: list[str]) -> list[str]:
         return [table for (table,) in cursor.fetchall()]
 
 
+# `TEST_DATABASE=sqlite pytest -m embedded` runs the embedded default's tests on SQLite, as
+# `make run` serves (`make test` runs them on both): a feature that works on PostgreSQL only
+# fails there.
+ON_SQLITE = os.environ.get("TEST_DATABASE", "postgresql") == "sqlite"
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster():
+    if ON_SQLITE:
+        pytest.skip("runs on PostgreSQL only (TEST_DATABASE=sqlite)")
     cluster = PostgresCluster().start()
     try:
         yield cluster
@@ -156,10 +213,17 @@ def postgres_cluster():
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(postgres_cluster):
-    """Point Django at the throwaway cluster before pytest-django creates the test database."""
+def django_db_modify_db_settings(request, tmp_path_factory):
+    """Point Django at the throwaway cluster before pytest-django creates the test database
+    (or, on the embedded default, at a SQLite file of the run's own: a file, not memory, so
+    that worker processes and server threads share it as under `make run`)."""
     from django.conf import settings
 
+    if ON_SQLITE:
+        database = tmp_path_factory.mktemp("sqlite") / "delivery.sqlite3"
+        settings.DATABASES["default"]["TEST"]["NAME"] = str(database)
+        return
+    postgres_cluster = request.getfixturevalue("postgres_cluster")
     settings.DATABASES["default"].update(
         ENGINE="django.db.backends.postgresql",
         HOST=postgres_cluster.host,

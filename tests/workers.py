@@ -41,7 +41,7 @@ from django.db import connection
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from tests.reliability.gunicorn_server import WAIT_SECONDS, wait_for
+from tests.reliability.gunicorn_server import WAIT_SECONDS, database_url, wait_for
 
 STOP_SECONDS = 20  # a graceful stop waits for the running task; past this the test fails
 
@@ -83,10 +83,7 @@ class Worker:
         self.env = {
             **{name: os.environ[name] for name in inherited if name in os.environ},
             "DJANGO_SETTINGS_MODULE": "config.settings",
-            "DATABASE_URL": (
-                f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}"
-                f"/{database['NAME']}"
-            ),
+            "DATABASE_URL": database_url(database),
             "SECRET_KEY": secrets.token_urlsafe(50),
             "DEBUG": "false",
             "CONN_MAX_AGE": "0",

@@ -39,6 +39,8 @@ class DropChange:
 
     values: dict[str, Any] = field(default_factory=dict)
     location: Place | None = None
+    # Which of LOCATION the body sent, in that order: a refused location names only those.
+    location_fields: tuple[str, ...] = ()
 
     @property
     def moves_location(self) -> bool:
@@ -69,15 +71,18 @@ def parse_drop_change(body: Any) -> DropChange:
         values["dropoff_window"] = errors.window(body, "")
     if "undeliverable_action" in body:
         values["undeliverable_action"] = errors.undeliverable_action(body, "")
-    location = None
+    location, location_fields = None, ()
     if "dropoff" in body:
         location = _recipient(errors, body["dropoff"], values)
+        if location is not None:
+            sent = body["dropoff"].keys()
+            location_fields = tuple(n for n in LOCATION if n.removeprefix("dropoff.") in sent)
     if errors.items:
         # The drop's field checks name a field under its drop's path ("path.key"); here the
         # drop is the body itself, so the path is empty.
         details = [{**item, "field": item["field"].lstrip(".")} for item in errors.items]
         raise validation_error(details, errors.more)
-    return DropChange(values, location)
+    return DropChange(values, location, location_fields)
 
 
 def _recipient(errors: FieldErrors, recipient: Any, values: dict[str, Any]) -> Place | None:

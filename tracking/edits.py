@@ -13,6 +13,7 @@ order's load), then the drop's row, then the event feed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -44,8 +45,9 @@ from orders.decisions import (
     locate,
     parcel_problem,
     phone_is_valid,
+    window_hours_problem,
 )
-from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, MONEY_TEXT, ParcelIn, Place
+from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, MONEY_TEXT, ParcelIn
 from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop, SandboxScenario
 from orders.stops import lock_routes_of, resequence
 from orders.windows import EtaTerms
@@ -221,10 +223,11 @@ def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, n
         raise EditRejected(Reason.INVALID_PHONE, _message(Reason.INVALID_PHONE), ["dropoff.phone"])
     km = None
     if any(name in LOCATION for name in changed):
-        km = _move_to(drop, change.location, phone, pins, edit)
+        km = _move_to(drop, change, phone, pins, edit)
     window = values["dropoff_window"] if "dropoff_window" in changed else _window_of(drop)
     if window is not None and ("dropoff_window" in changed or km is not None):
-        _check_window(drop, window, now, km, edit)
+        fields = ["dropoff_window"] if "dropoff_window" in changed else change.location_fields
+        _check_window(drop, window, now, km, edit, fields)
     if "parcel" in changed:
         _check_parcel(drop, values["parcel"])
     fee = _check_cod(drop, values["cod"], edit) if "cod" in changed else drop.cod_fee
@@ -247,10 +250,7 @@ CHANGED_ORDER = ("dropoff.name", "dropoff.phone", *LOCATION, *WHILE_ACTIVE[2:], 
 
 
 def _sent_fields(change: DropChange) -> list[str]:
-    sent = [name for name in FIELDS if name in change.values]
-    if change.location is not None:
-        sent += [name for name in LOCATION if name not in sent]
-    return sent
+    return [name for name in FIELDS if name in change.values] + list(change.location_fields)
 
 
 def _not_editable_message(status: str, fields: list[str]) -> str:
@@ -361,21 +361,21 @@ def _column_moved(drop: Drop, name: str, edit: Edit) -> bool:
 # --- The rules of creation, on the edited drop --------------------------------------------
 
 
-def _move_to(drop: Drop, place: Place, phone: Any, pins, edit: Edit) -> float:
+def _move_to(drop: Drop, change: DropChange, phone: Any, pins, edit: Edit) -> float:
     """Rules 1–4 for the new location, as a batch judges a drop's (orders.decisions.locate,
-    then the active areas); its columns and its price into `edit`. The km from the pickup."""
+    then the active areas); its columns and its price into `edit`. The km from the pickup.
+    A refused location names the fields of it that were sent."""
+    place, sent = change.location, list(change.location_fields)
     located: Located = locate(place, phone, pins)
     if located.reason is Reason.GEOCODE_FAILED:
         message = geocode_failed_message("drop", located.unanswered)
         raise EditRejected(Reason.GEOCODE_FAILED, message, ["dropoff.address"])
     if located.reason is not None:
-        fields = ["dropoff.phone"] if located.reason is Reason.INVALID_PHONE else list(LOCATION)
+        fields = ["dropoff.phone"] if located.reason is Reason.INVALID_PHONE else sent
         raise EditRejected(located.reason, _message(located.reason), fields)
     lat, long = located.pin
     if not load_coverage().locate([lat], [long])[0]:
-        raise EditRejected(
-            Reason.OUT_OF_SERVICE_AREA, _message(Reason.OUT_OF_SERVICE_AREA), list(LOCATION)
-        )
+        raise EditRejected(Reason.OUT_OF_SERVICE_AREA, _message(Reason.OUT_OF_SERVICE_AREA), sent)
     edit.columns |= {"lat": lat, "long": long, "address": place.address}
     edit.columns["resolved"] = located.resolved
     order = drop.order
@@ -388,17 +388,30 @@ def _move_to(drop: Drop, place: Place, phone: Any, pins, edit: Edit) -> float:
 
 
 def _check_window(
-    drop: Drop, window: tuple[datetime, datetime], now: datetime, km: float | None, edit: Edit
+    drop: Drop,
+    window: tuple[datetime, datetime],
+    now: datetime,
+    km: float | None,
+    edit: Edit,
+    fields: Sequence[str],
 ) -> None:
-    """Rule 7 for the edited drop, by the ETA model from its pickup time (orders.windows):
-    the scheduled one, else when the drop began to wait (its creation)."""
+    """Rule 7 for the edited drop at its (new) place, as a batch judges it: by the ETA model
+    from its pickup time (orders.windows), the scheduled one, else when the drop began to
+    wait (its creation); and within the opening hours of its area. `fields`: what a refusal
+    names, the window or the location sent."""
     order = drop.order
+    lat, long = edit.columns.get("lat", drop.lat), edit.columns.get("long", drop.long)
     if km is None:
-        km = DistancesFrom(order.pickup_lat, order.pickup_long).km(drop.lat, drop.long)
+        km = DistancesFrom(order.pickup_lat, order.pickup_long).km(lat, long)
     pickup_time = order.pickup_scheduled_at or drop.created_at
-    problem = EtaTerms().window_problem(window, pickup_time, now, km)
+    terms = EtaTerms()
+    problem, slack = terms.window_slack(window, pickup_time, now)
+    if problem is None:
+        coverage = load_coverage()
+        [areas] = coverage.locate([lat], [long])
+        problem = window_hours_problem(coverage, areas, window)
+    problem = problem or terms.too_far(terms.ride(km), slack)
     if problem is not None:
-        fields = ["dropoff_window"] if "window_start" in edit.columns else list(LOCATION)
         raise EditRejected(Reason.INVALID_TIME_WINDOW, problem, fields)
 
 

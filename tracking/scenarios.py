@@ -18,9 +18,10 @@ Steps (the courier's position is `courier_progress`, the fraction of the way to 
                        undeliverable_action is "dispose": then FAILED is the end
     cancel_by_courier  PENDING → ASSIGNED (0) → CANCELLED (refunded)
 
-A SCHEDULED drop is dispatched as the first step (the sandbox does not wait for its pickup
-time, so a scenario can be watched at any hour); `deliver` hands over with the PIN when one
-was asked, and a sample photo.
+A SCHEDULED drop waits for its pickup time, as a live one does: its first step, due then
+(orders.services sets `scenario_next_at` when the batch writes it), dispatches it, and the
+walk goes on from there; `deliver` hands over with the PIN when one was asked, and a sample
+photo.
 """
 
 from __future__ import annotations
@@ -73,8 +74,7 @@ def step_of(
             return DropStatus.RETURNING
         if status == DropStatus.RETURNING:
             return DropStatus.RETURNED
-    if status == DropStatus.SCHEDULED:
-        # The sandbox plays time forward: its test driver does not wait for the pickup time.
+    if status == DropStatus.SCHEDULED:  # its first step is due at its pickup time
         return DropStatus.PENDING
     if status == DropStatus.PENDING:
         return DropStatus.ASSIGNED

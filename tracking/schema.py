@@ -268,7 +268,8 @@ CANCEL = operation(
     "Cancel orders before pickup",
     "Cancels drops in SCHEDULED, PENDING or ASSIGNED and refunds (or un-accrues) their "
     "price. Answers a tracking entry per distinct identifier; where nothing was done, "
-    "with `error` (NOT_CANCELLABLE or NOT_FOUND).",
+    "with `error` (NOT_CANCELLABLE or NOT_FOUND). A drop already CANCELLED is answered as "
+    "cancelled, without an error and without a second refund: a retry is safe.",
     request=IdentifiersRequest,
     responses={200: success("Cancel", _orders_of("Cancel", CancelError)), **EVERY_POST},
 )

@@ -406,10 +406,11 @@ class _Context:
         self.times = WireTimes()
 
     def _moment(self, text: str) -> datetime:
-        """A wire time as a datetime, parsed once: the drops of a batch share theirs."""
+        """A wire or stored time as a datetime (UTC where the text has no offset: SQLite),
+        parsed once: the drops of a batch share theirs."""
         moment = self.moments.get(text)
         if moment is None:
-            moment = self.moments[text] = datetime.fromisoformat(text)
+            moment = self.moments[text] = moment_of(text)
         return moment
 
     def entry(self, row, order: _Order, moves, token: str) -> dict:  # a DROP_SEEN row

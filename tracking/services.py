@@ -49,14 +49,15 @@ def sandbox_test_driver() -> Driver:
 def _entries_after(
     *, business, environment, identifiers, picked, result: MoveResult, error
 ) -> list[dict]:
-    """Tracking entries for every distinct identifier, with an error where we could not act."""
+    """Tracking entries for every distinct identifier, with an error where we could not act
+    (`error` of the status a drop stayed in; None: that status is what was asked)."""
     entries = track_drops(business=business, environment=environment, identifiers=identifiers)
     for entry in entries:
         drop_id = picked.get(entry["client_order_id"])
         if drop_id is None:
             entry["error"] = {"code": "NOT_FOUND", "message": "No order with this client_order_id."}
-        elif drop_id in result.refused:
-            entry["error"] = error(result.refused[drop_id])
+        elif drop_id in result.refused and (refusal := error(result.refused[drop_id])):
+            entry["error"] = refusal
     return entries
 
 
@@ -64,7 +65,8 @@ def _entries_after(
 def cancel_orders(
     *, business: Business, environment: str, identifiers: list[str], actor: str
 ) -> list[dict]:
-    """Cancel drops still before pickup; refund or reverse what they were charged."""
+    """Cancel drops still before pickup; refund or reverse what they were charged. A drop
+    already cancelled is answered as cancelled, without an error and without a second refund."""
     # The account lock comes first, as in batch creation, so the two never deadlock.
     lock_account(business=business, environment=environment)
     picked = pick_drop_ids(business=business, environment=environment, identifiers=identifiers)
@@ -83,12 +85,20 @@ def cancel_orders(
         identifiers=identifiers,
         picked=picked,
         result=result,
-        error=lambda status: {
-            "code": "NOT_CANCELLABLE",
-            "message": f"A drop in {status} cannot be cancelled "
-            f"(only {', '.join(sorted(CANCELLABLE))}).",
-        },
+        error=_not_cancellable,
     )
+
+
+def _not_cancellable(status: str) -> dict | None:
+    """Why a drop in `status` was not cancelled. None for one already cancelled: a retried
+    cancel is answered as done, the drop as it is; its refund was made once, by the move."""
+    if status == DropStatus.CANCELLED:
+        return None
+    return {
+        "code": "NOT_CANCELLABLE",
+        "message": f"A drop in {status} cannot be cancelled "
+        f"(only {', '.join(sorted(CANCELLABLE))}).",
+    }
 
 
 def advance_sandbox_orders(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Min
 from django.utils import timezone
 from django_tasks import TaskResultStatus, task
 from django_tasks_db.models import DBTaskResult
@@ -35,11 +36,16 @@ def run_sandbox_scenarios() -> int:
     Runs from the batch that started the scenarios, from itself, and every minute as a sweep
     (core/schedule.py). Returns how many drops it stepped.
     """
-    if not Drop.objects.filter(scenario_next_at__isnull=False).exists():
+    earliest = Drop.objects.filter(scenario_next_at__isnull=False).aggregate(
+        next=Min("scenario_next_at")
+    )["next"]
+    if earliest is None:
         return 0  # nothing left to walk: the chain of runs ends here
     # A successor first, committed on its own: a worker killed in the middle of this run
-    # leaves the steps it was taking due, and that run takes them one step later.
-    schedule_scenario_run(timezone.now() + timedelta(seconds=settings.SANDBOX_STEP_SECONDS))
+    # leaves the steps it was taking due, and that run takes them one step later. Not
+    # before the earliest step is due: a scheduled drop waits for its pickup time.
+    step = timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
+    schedule_scenario_run(max(timezone.now() + step, earliest))
     result = run_due_scenarios()
     if result.more:
         schedule_scenario_run(None)

@@ -38,14 +38,24 @@ def when(moment: datetime | str | None, precision: str = "minutes") -> str:
     if found is None:
         return ""
     local, wire = found
-    text = local.strftime("%d %b %Y, %H:%M:%S" if precision == "seconds" else "%d %b %Y, %H:%M")
     return format_html(
         '<time datetime="{}">{}</time>\u00a0<abbr class="zone" title="{} time">{}</abbr>',
         wire,
-        text.lstrip("0"),
+        _local_text(local, precision),
         settings.TIME_ZONE,
         zone_label(local),
     )
+
+
+def when_text(moment: datetime | str, precision: str = "minutes") -> str:
+    """`when` as plain text, for a script to show: "23 Nov 2026, 14:05:09 UTC+7"."""
+    local, _ = service_time(moment)
+    return f"{_local_text(local, precision)}\u00a0{zone_label(local)}"
+
+
+def _local_text(local: datetime, precision: str) -> str:
+    text = local.strftime("%d %b %Y, %H:%M:%S" if precision == "seconds" else "%d %b %Y, %H:%M")
+    return text.lstrip("0")
 
 
 @register.simple_tag

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib import messages
@@ -146,11 +147,21 @@ def sandbox_start_scenario(request):
     messages.success(
         request,
         f"Scenario {form.cleaned_data['scenario']} started: the test driver takes a step "
-        f"every {settings.SANDBOX_STEP_SECONDS:g} s."
+        f"every {settings.SANDBOX_STEP_SECONDS:g} s{_from_opening(body)}."
         + (f" The recipient's PIN is {entry.dropoff_pin}." if entry.dropoff_pin else "")
         + (f" The courier collects {money(cod)} in cash." if cod else ""),
     )
     return redirect(reverse("dashboard:sandbox") + f"?started={entry.drop_id}")
+
+
+def _from_opening(body: dict) -> str:
+    """When the area is closed, the sample's pickup is at its next opening, and a scheduled
+    drop's scenario starts then: " from 07:00 on Tue 24 Nov, when the area opens"."""
+    scheduled = body["orders"][0]["pickup"].get("pickup_scheduled_at")
+    if scheduled is None:
+        return ""
+    local = timezone.localtime(datetime.fromisoformat(scheduled))
+    return f" from {local:%H:%M} on {local:%a %-d %b}, when the area opens"
 
 
 @require_POST

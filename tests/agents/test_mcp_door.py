@@ -7,6 +7,7 @@ import orjson
 import pytest
 from django.test import Client
 
+from couriers.services import issue_token, provision_courier
 from tests.helpers import assert_error
 
 INITIALIZE = orjson.dumps(
@@ -67,3 +68,36 @@ def test_the_path_with_a_slash_is_the_same_endpoint(db, alice):
 
     assert response.status_code == 200, response.content
     assert orjson.loads(response.content)["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_a_json_rpc_batch_is_refused_in_words_as_a_json_rpc_error(db, alice):
+    batch = orjson.dumps([orjson.loads(INITIALIZE), {"jsonrpc": "2.0", "id": 2, "method": "ping"}])
+
+    response = post_mcp(Client(), alice.sandbox_key, batch)
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert orjson.loads(response.content) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "Batches of JSON-RPC requests are not supported: send one request per "
+            "call (a JSON object, not an array).",
+        },
+    }
+
+
+def test_a_courier_token_is_told_it_is_not_an_api_key(db, api):
+    courier = provision_courier(
+        name="Dara Sok", phone="+85512340001", vehicle="motorbike", password="correct horse"
+    )
+    token = issue_token(courier=courier)
+
+    for response in (post_mcp(Client(), token), api.get("/account", token)):
+        error = assert_error(response, 401, "UNAUTHENTICATED")
+        assert error["message"] == (
+            "This is a courier token, not an API key: courier tokens work only in the courier "
+            "API (/api/v1/courier/). Send the business's API key (svc_test_… or svc_live_…)."
+        )
+        assert response["WWW-Authenticate"] == "Bearer"

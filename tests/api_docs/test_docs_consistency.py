@@ -153,10 +153,12 @@ def test_the_guide_is_served_beside_the_schema():
     client = Client()
     guide = client.get("/api/v1/guide/")
     assert guide.status_code == 200
-    assert guide["Content-Type"] == "text/plain; charset=utf-8"
-    assert guide.content == GUIDE.read_bytes()
-    assert client.get("/api/v1/guide").content == GUIDE.read_bytes()  # no redirect either
-    # Its links to the other guides are relative (webhooks.md): they resolve here too.
+    assert guide["Content-Type"] == "text/html; charset=utf-8"  # a page (test_guide_pages.py)
+    assert client.get("/api/v1/guide").content == guide.content  # no redirect either
+    # The Markdown it is written in, beside it, as are the other guides'.
+    markdown = client.get("/api/v1/guide/api.md")
+    assert markdown["Content-Type"] == "text/plain; charset=utf-8"
+    assert markdown.content == GUIDE.read_bytes()
     assert "(webhooks.md)" in GUIDE.read_text()
     webhooks = client.get("/api/v1/guide/webhooks.md")
     assert webhooks.content == (ROOT / "docs" / "webhooks.md").read_bytes()

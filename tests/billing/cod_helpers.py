@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models import Q, Sum
+from django.db.models import Q
 
 from billing.cod import TOTALS
 from billing.models import CodAccount, CodEntry
+from core.functions import MoneySum
 from orders.models import Drop, DropStatus
 from tests.tracking.helpers import advance, entries, place
 from tracking.lifecycle import along_happy_path, apply_moves
@@ -31,7 +32,7 @@ def totals_of_entries() -> dict:
     entries themselves, what the account's kept columns must equal."""
     zero = Decimal("0.00")
     return {
-        name: sign * Sum("amount", filter=Q(kind=kind), default=zero)
+        name: sign * MoneySum("amount", filter=Q(kind=kind), default=zero)
         for name, (kind, sign) in TOTALS.items()
     }
 
@@ -41,7 +42,7 @@ def assert_cod_consistent() -> None:
     entries of that kind, and each entry's owed_after follows from the one before, never
     below zero."""
     for account in CodAccount.objects.all():
-        total = account.entries.aggregate(total=Sum("amount"))["total"] or Decimal("0.00")
+        total = account.entries.aggregate(total=MoneySum("amount"))["total"] or Decimal("0.00")
         assert account.owed == total >= 0, account
         summed = account.entries.aggregate(**totals_of_entries())
         assert {name: getattr(account, name) for name in TOTALS} == summed, account

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models import Sum
-
 from billing.models import EntryKind, LedgerEntry, Wallet
+from core.functions import MoneySum
 from orders.models import Batch, Drop
 
 
@@ -22,7 +21,7 @@ def assert_ledger_consistent(tenant, environment: str = "sandbox") -> Decimal:
     Returns the balance so a test can also pin its exact value.
     """
     wallet = wallet_of(tenant, environment)
-    totals = wallet.entries.aggregate(balance=Sum("amount"), owed=Sum("owed_change"))
+    totals = wallet.entries.aggregate(balance=MoneySum("amount"), owed=MoneySum("owed_change"))
     assert wallet.balance >= 0
     assert wallet.owed >= 0
     assert wallet.balance == (totals["balance"] or Decimal("0.00"))
@@ -49,7 +48,7 @@ def batch_debit(batch_id) -> LedgerEntry:
     assert count > 0, "a batch that accepted nothing is charged nothing"
     assert debit.drop_id is None
     assert debit.actor_id is None
-    assert debit.amount == -drops.aggregate(total=Sum("price"))["total"]
+    assert debit.amount == -drops.aggregate(total=MoneySum("price"))["total"]
     assert debit.note == ("1 drop" if count == 1 else f"{count} drops")
     return debit
 

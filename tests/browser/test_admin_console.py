@@ -369,3 +369,31 @@ def test_the_drops_list_keeps_ids_whole_on_a_phone(make_tenant, operator, page, 
         "25 Nov 2026, 19:38\u00a0UTC+7"
     )
     screenshot(page, "drop-390")
+
+
+def test_the_approve_form_asks_for_net_days_only_for_a_monthly_invoice(waiting, operator, page):
+    business = waiting["newer"]
+    admin_log_in(page)
+    page.goto(f"/admin/accounts/business/{business.pk}/approve/")
+    billing, net_days = page.get_by_label("Billing model"), page.get_by_label("Net days")
+
+    expect(billing).to_have_value("wallet")
+    expect(net_days).to_be_hidden()  # a prepaid wallet has no credit terms
+    billing.select_option("invoiced")
+    expect(net_days).to_be_visible()
+    expect(net_days).to_be_enabled()
+    net_days.fill("14")
+    assert_accessible(page)
+    billing.select_option("wallet")
+    expect(net_days).to_be_hidden()
+    billing.select_option("invoiced")
+    page.get_by_role("button", name="Approve").click()
+
+    expect(page.get_by_text("Lotus Bakery approved; billed by invoice")).to_be_visible()
+    business.refresh_from_db()
+    assert (business.billing_model, business.net_days) == ("invoiced", 14)
+    # The business page shows its net days the same way.
+    page.get_by_label("Billing model").select_option("wallet")
+    expect(page.get_by_label("Net days")).to_be_hidden()
+    page.get_by_label("Billing model").select_option("invoiced")
+    expect(page.get_by_label("Net days")).to_have_value("14")

@@ -218,6 +218,24 @@ def test_the_courier_app_passes_axe_at_360_px(make_tenant, api, courier, phone, 
     assert_fits(page, PHONE["width"])
 
 
+def test_the_online_bar_sits_at_the_foot_of_a_short_page_at_390_px(courier, phone):
+    """Under "No route yet" the page is short: the bar with Go online is still where the
+    thumb is, at the foot of the screen, not in the middle of it."""
+    page = phone()
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, courier)
+    expect(page.get_by_role("heading", name="No route yet")).to_be_visible()
+
+    dock = page.get_by_role("contentinfo", name="Status").bounding_box()
+    main = page.locator("main").bounding_box()
+    scrolls = page.evaluate("document.documentElement.scrollHeight > window.innerHeight")
+
+    assert abs(dock["y"] + dock["height"] - 844) < 1, dock
+    assert main["y"] + main["height"] <= dock["y"] + 1  # nothing hidden under it
+    assert not scrolls  # the short page fits: the bar is not pushed below the screen
+    assert_fits(page, 390)
+
+
 def test_positions_taken_offline_wait_and_go_in_batches_when_the_network_returns(
     courier, phone, monkeypatch, settings
 ):

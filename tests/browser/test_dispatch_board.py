@@ -6,6 +6,7 @@ by hand. The screenshot of docs/operator.md is taken here (only with DOCS_SCREEN
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,30 @@ def test_an_operator_sees_the_board_and_assigns_an_order_by_hand(
     )
     expect(board_map.locator(".board-pin-on_route")).to_have_count(1)
     screenshot(page, "dispatch-board-assigned")
+
+
+def test_the_maps_caption_reads_the_time_as_the_page_does(
+    make_tenant, operator, browser, live_server, settings
+):
+    """In the service's zone and 24-hour clock ("05:10:13 UTC+7"), whatever the browser's
+    own zone and locale: never "10:10:13 PM" beside the page's time."""
+    settings.TRACKING_TILE_URL = ""
+    open_all_day()
+    live_order(Api(), make_tenant(name="Lotus Bakery", live_balance="100.00"))
+    context = browser.new_context(
+        base_url=live_server.url, timezone_id="America/New_York", locale="en-US"
+    )
+    try:
+        page = context.new_page()
+        admin_log_in(page)
+        page.goto("/admin/dispatch/board/")
+        expect(page.get_by_test_id("board-map")).to_have_attribute("data-ready", "true")
+
+        as_of = page.get_by_test_id("board-counts").locator(".console-quiet").inner_text()
+        caption = page.get_by_test_id("board-map-status").inner_text()
+    finally:
+        context.close()
+
+    shown = as_of.removeprefix("As of ").removesuffix(".")
+    assert re.fullmatch(r"\d{1,2} \w{3} \d{4}, \d{2}:\d{2}:\d{2}\s+UTC\+7", shown), shown
+    assert caption.startswith(f"Map as of {shown}: 1 waiting"), (caption, shown)

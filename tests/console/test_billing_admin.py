@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from types import SimpleNamespace
@@ -65,7 +66,8 @@ def test_approve_form_sets_billing_pricing_and_terms_and_credits_the_sandbox(
     assert response.url == reverse("admin:accounts_business_change", args=[applicant.pk])
     business = Business.objects.select_related("pricing_plan").get(pk=applicant.pk)
     assert business.stage == Stage.APPROVED
-    assert (business.billing_model, business.net_days) == (BillingModel.WALLET, 45)
+    # A prepaid wallet has no credit terms: the net days sent are not stored.
+    assert (business.billing_model, business.net_days) == (BillingModel.WALLET, 30)
     plan = business.pricing_plan
     assert (plan.base_fee, plan.per_km_fee, plan.included_km) == (
         Decimal("1.50"),
@@ -103,6 +105,74 @@ def test_invalid_approval_form_changes_nothing(admin_client, applicant, change):
     business = Business.objects.get(pk=applicant.pk)
     assert (business.stage, business.pricing_plan) == (Stage.ACCESS_REQUESTED, None)
     assert not LedgerEntry.objects.exists()
+
+
+def test_an_invoiced_approval_sets_its_net_days(admin_client, applicant):
+    response = admin_client.post(approve_url(applicant), APPROVAL)
+
+    assert response.status_code == 302
+    business = Business.objects.get(pk=applicant.pk)
+    assert (business.billing_model, business.net_days) == (BillingModel.INVOICED, 45)
+
+
+def test_an_invoiced_approval_needs_its_net_days(admin_client, applicant):
+    response = admin_client.post(approve_url(applicant), {**APPROVAL, "net_days": ""})
+
+    assert response.status_code == 200
+    assert list(response.context["form"].errors) == ["net_days"]
+    assert Business.objects.get(pk=applicant.pk).stage == Stage.ACCESS_REQUESTED
+
+
+@pytest.mark.parametrize("net_days", ["999", "-1", "soon", ""])
+def test_a_wallet_approval_ignores_whatever_net_days_say(admin_client, applicant, net_days):
+    Business.objects.filter(pk=applicant.pk).update(net_days=21)
+
+    response = admin_client.post(
+        approve_url(applicant), {**APPROVAL, "billing_model": "wallet", "net_days": net_days}
+    )
+
+    assert response.status_code == 302
+    business = Business.objects.get(pk=applicant.pk)
+    assert (business.stage, business.billing_model) == (Stage.APPROVED, BillingModel.WALLET)
+    assert business.net_days == 21  # the business's own, untouched
+
+
+def test_the_approve_page_marks_net_days_as_invoice_only_and_serves_the_toggle(
+    admin_client, applicant
+):
+    page = admin_client.get(approve_url(applicant)).content.decode()
+
+    assert re.search(r'<input[^>]*name="net_days"[^>]*data-invoice-only', page) or re.search(
+        r'<input[^>]*data-invoice-only[^>]*name="net_days"', page
+    )
+    script = re.search(r'<script src="([^"]*billing_terms[^"]*\.js)"', page).group(1)
+    assert admin_client.get(script).status_code == 200
+
+
+def business_page_form(client, business) -> dict:
+    """What the business page's form posts as it stands: its fields and its inlines'."""
+    page = client.get(reverse("admin:accounts_business_change", args=[business.pk]))
+    forms = [page.context["adminform"].form]
+    for inline in page.context["inline_admin_formsets"]:
+        forms += [inline.formset.management_form, *inline.formset.forms]
+    data = {form[name].html_name: form[name].value() for form in forms for name in form.fields}
+    return {name: "" if value is None else value for name, value in data.items()}
+
+
+def test_the_business_page_keeps_net_days_when_billing_by_wallet(admin_client, make_tenant):
+    business = make_tenant(stage="approved", billing="invoiced", net_days=10).business
+    data = business_page_form(admin_client, business)
+
+    url = reverse("admin:accounts_business_change", args=[business.pk])
+
+    saved = admin_client.post(url, {**data, "billing_model": "wallet", "net_days": "90"})
+    assert saved.status_code == 302
+    business.refresh_from_db()
+    assert (business.billing_model, business.net_days) == (BillingModel.WALLET, 10)
+
+    admin_client.post(url, {**data, "billing_model": "invoiced", "net_days": "90"})
+    business.refresh_from_db()
+    assert (business.billing_model, business.net_days) == (BillingModel.INVOICED, 90)
 
 
 def test_approving_an_approved_business_again_credits_nothing(admin_client, make_tenant):

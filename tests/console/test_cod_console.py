@@ -10,11 +10,13 @@ from decimal import Decimal
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
+from django.utils import timezone
 
 from billing.models import CodAccount, CodEntry, CodKind, Invoice
 from events.models import Event, EventType
 from orders.models import Drop
 from tests.billing.cod_helpers import assert_cod_consistent, delivered_cod, owed_of
+from tests.console.test_console_dates import LOCALE_FORMAT
 from tests.factories import batch, drop, group
 from tests.operators import staff_client
 
@@ -168,3 +170,16 @@ def test_an_invoice_line_shows_a_cod_drop_s_delivery_and_fee(open_for_business, 
 
     assert f"{charged.price - Decimal('0.13')} + 0.13" in page
     assert page.count(" + 0.13") == 1  # the drop without COD has no breakdown
+
+
+def test_the_ledger_shows_its_entries_times_in_the_console_format(owed, operator):
+    """ "28 Nov 2026, 05:10 UTC+7" as every console list, never "Nov. 28, 2026, 5:10 a.m."."""
+    entry = owed.entries.order_by("id").first()
+    local = timezone.localtime(entry.created_at)
+
+    html = operator.get(reverse("admin:billing_codaccount_change", args=[owed.pk])).content.decode()
+
+    ledger = html.split('id="entries-group"')[1]
+    assert f"{local:%d %b %Y, %H:%M}".lstrip("0") + "</time>" in ledger
+    assert ">UTC+7</abbr>" in ledger
+    assert not LOCALE_FORMAT.search(ledger), LOCALE_FORMAT.search(ledger).group(0)

@@ -38,6 +38,15 @@ def test_an_operator_makes_a_courier_who_can_sign_in(db, api):
     assert signed_in.status_code == 200
 
 
+def test_a_phone_typed_with_spaces_is_stored_as_e164(db):
+    operator = staff_client("op", groups=["Operators"])
+
+    answer = operator.post(ADD, form(phone="+855 12 777-000"))
+
+    assert answer.status_code == 302, answer.content
+    assert Driver.objects.get(name="Dara Sok").phone == "+85512777000"
+
+
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [

@@ -87,6 +87,25 @@ def test_at_risk_windows_come_first_then_flagged_then_earliest_window_then_oldes
     assert ids_in_page(page.content.decode(), expected) == expected
 
 
+def test_a_pickup_named_as_its_business_is_named_once(api, shop, operator, viewer):
+    """ "Phnom Penh Shop", not "Phnom Penh Shop for Phnom Penh Shop"; a pickup of another
+    name still says whose it is."""
+    own_name = live_order(api, shop)
+    stall = live_order(api, shop)
+    Order.objects.filter(pk=own_name.pk).update(pickup_name="phnom penh shop ")
+    Order.objects.filter(pk=stall.pk).update(pickup_name="Stall 12")
+
+    html = operator.get(BOARD).content.decode()
+    pins = {pin["order_id"]: pin for pin in viewer.get(DATA).json()["data"]["orders"]}
+
+    row = html.split(f'id="order-{own_name.pk}"')[1].split("</th>")[0]
+    assert "phnom penh shop" in row and "for Phnom Penh Shop" not in row
+    row = html.split(f'id="order-{stall.pk}"')[1].split("</th>")[0]
+    assert "Stall 12" in row and "for Phnom Penh Shop" in row
+    assert pins[str(own_name.pk)]["for_business"] is None
+    assert pins[str(stall.pk)]["for_business"] == "Phnom Penh Shop"
+
+
 def test_only_waiting_live_orders_are_on_the_board(api, shop, courier_near):
     waiting = live_order(api, shop)
     taken = live_order(api, shop)

@@ -107,6 +107,20 @@ def test_approving_is_logged_with_the_terms_set(operator):
     ]
 
 
+def test_a_wallet_approval_is_logged_without_invoice_terms(operator):
+    applicant = onboarding.create_business(name="Lotus Bakery", email="lotus@example.com")
+    services.request_access(business=applicant, use_case="Cakes", expected_monthly_volume=10)
+
+    operator.post(
+        reverse("admin:accounts_business_approve", args=[applicant.pk]),
+        {"billing_model": "wallet", "base_fee": "2.50", "per_km_fee": "0.40", "included_km": "0"},
+    )
+
+    assert log_of(applicant) == [
+        ("ops", CHANGE, "Approved: prepaid wallet, 2.50 USD a drop plus 0.40 USD a km.")
+    ]
+
+
 def test_suspending_and_reactivating_are_logged(operator, business):
     for move in ("suspend", "reactivate"):
         operator.post(reverse("admin:accounts_business_move", args=[business.pk, move]))

@@ -9,7 +9,13 @@ import sys
 import orjson
 import pytest
 
-from core.logging import JsonFormatter, RequestIdFilter, bind_request_id, unbind_request_id
+from core.logging import (
+    JsonFormatter,
+    RequestIdFilter,
+    TextFormatter,
+    bind_request_id,
+    unbind_request_id,
+)
 from tests.helpers import assert_error
 
 
@@ -91,6 +97,16 @@ def test_the_settings_log_json_with_the_request_id():
     assert [settings.LOGGING["filters"][f]["()"] for f in handler["filters"]] == [
         "core.logging.RequestIdFilter"
     ]
+
+
+def test_the_text_format_is_one_readable_line_with_the_request_id():
+    """LOG_FORMAT=text, as `make run` asks: no JSON, the request id at the end when there is one."""
+    record = logging.LogRecord("api", logging.WARNING, __file__, 1, "slow: %s ms", (812,), None)
+    RequestIdFilter().filter(record)
+    assert TextFormatter().format(record).split(" ", 1)[1] == "WARNING api: slow: 812 ms"
+    record.request_id = "abc123"
+    line = TextFormatter().format(record)
+    assert line.endswith("WARNING api: slow: 812 ms [abc123]") and "\n" not in line
 
 
 def test_each_api_call_writes_one_access_line(alice, api, json_log):

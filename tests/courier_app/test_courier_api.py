@@ -9,6 +9,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from couriers.services import deactivate_courier
 from orders.models import DeliveryEvent, Drop, DropStatus
@@ -49,6 +50,40 @@ def test_a_wrong_password_or_phone_is_a_401_in_the_envelope(db, api, phone, pass
     )  # fmt: skip
     answer = api.post("/courier/session", {"phone": phone, "password": password}, None)
     assert answer.status_code == 401 and code_of(answer) == "UNAUTHENTICATED"
+
+
+# As couriers type their phone: the app's form and the API read each one the same way.
+TYPED = ["+855 12 999 000", "+855-12-999-000", "+855 (12) 999.000", " +85512999000 "]
+
+
+@pytest.mark.parametrize("typed", TYPED)
+def test_the_api_and_the_app_sign_in_a_phone_typed_with_spaces_alike(db, api, typed):
+    call_command(
+        "provision_courier", "--name", "Vanna", "--phone", "+85512999000",
+        "--password", PASSWORD, stdout=StringIO(),
+    )  # fmt: skip
+
+    answer = api.post("/courier/session", {"phone": typed, "password": PASSWORD}, None)
+    form = Client().post("/courier/sign-in", {"phone": typed, "password": PASSWORD})
+
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["data"]["token"].startswith("crr_")
+    assert form.status_code == 302 and form["Location"] == "/courier/"
+
+
+def test_one_phone_spaced_many_ways_is_one_count_of_failures(db, api):
+    """Spacing a phone differently is no way round its throttle."""
+    call_command(
+        "provision_courier", "--name", "Vanna", "--phone", "+85512999000",
+        "--password", PASSWORD, stdout=StringIO(),
+    )  # fmt: skip
+    for attempt in range(10):
+        typed = TYPED[attempt % len(TYPED)]
+        api.post("/courier/session", {"phone": typed, "password": "wrong password"}, None)
+
+    answer = api.post("/courier/session", {"phone": "+85512999000", "password": PASSWORD}, None)
+
+    assert answer.status_code == 429 and code_of(answer) == "RATE_LIMITED"
 
 
 def test_failed_sign_ins_are_throttled_like_the_dashboards(db, api, settings):
@@ -128,6 +163,30 @@ def test_the_route_lists_the_couriers_order_in_stop_order(open_for_business, ali
     assert by_id["R-1"]["notes"] == "Blue gate" and by_id["R-1"]["status"] == "ASSIGNED"
     assert by_id["R-2"]["cod"] == {"amount": "12.50", "collected": False}
     assert by_id["R-1"]["cod"] is None and by_id["R-1"]["parcel"]["size"] == "S"
+
+
+def test_a_parcel_s_weight_is_the_same_number_on_the_route_and_in_tracking(
+    open_for_business, alice, api, dara
+):
+    courier, client = dara
+    assigned_drops(
+        api, alice, courier,
+        {**drop("W-1"), "parcel": {"size": "M", "weight_kg": 12.5}},
+        drop("W-2"),  # says nothing of its parcel: the default 1 kg
+    )  # fmt: skip
+
+    stops = client.get("/route").json()["data"]["route"]["stops"]
+    tracked = api.post("/orders/tracking", {"identifiers": ["W-1", "W-2"]}, alice.sandbox_key)
+
+    on_route = {s["client_order_id"]: s["parcel"]["weight_kg"] for s in stops}
+    in_tracking = {
+        e["client_order_id"]: e["parcel"]["weight_kg"] for e in tracked.json()["data"]["orders"]
+    }
+    assert on_route == in_tracking == {"W-1": 12.5, "W-2": 1.0}
+    assert all(type(weight) is float for weight in [*on_route.values(), *in_tracking.values()])
+    schemas = Client().get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    assert schemas["CourierParcel"]["properties"]["weight_kg"]["type"] == "number"
+    assert schemas["TrackedParcel"]["properties"]["weight_kg"]["type"] == "number"
 
 
 def test_a_courier_cannot_see_or_move_anothers_drops(open_for_business, alice, api, dara, sophea):

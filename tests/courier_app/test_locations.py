@@ -86,6 +86,7 @@ def test_invalid_points_are_a_400_naming_the_field(open_for_business, dara, body
     assert not CourierPoint.objects.filter(courier=courier).exists()
 
 
+@pytest.mark.postgresql  # statements counted as PostgreSQL runs them (COPY)
 @pytest.mark.parametrize("n", [1, 100])
 def test_the_write_is_one_statement_and_one_copy_whatever_the_number_of_points(
     open_for_business, dara, n

@@ -17,7 +17,7 @@ from couriers.services import set_online
 from dispatch.dispatcher import dispatch_waiting
 from dispatch.models import Offer, OfferStatus
 from geo.geometry import haversine_km
-from orders.models import DropStatus
+from orders.models import DropStatus, Order
 from tests.courier_app.conftest import PASSWORD, assigned_drops
 from tests.dispatch.conftest import FAR, NEAR, courier_near, live_order, shop  # noqa: F401
 from tests.factories import SHOP, drop
@@ -77,6 +77,18 @@ def test_the_card_shows_the_pickup_the_drops_in_order_the_vehicle_and_the_expiry
     assert html.count('name="csrfmiddlewaretoken"') >= 3  # accept, decline, and the others
     assert re.search(r"data-no-offer hidden>No job offered", html)
     assert "data-wants-offer" not in html  # nothing to poll for while one shows
+
+
+def test_the_card_reads_the_pickups_address_as_text(offered):
+    order, _, dara, _ = offered
+    Order.objects.filter(pk=order.pk).update(
+        pickup_address={"complete_address": "St 271, Toul Kork", "city": "Phnom Penh"}
+    )
+
+    card = card_of(signed_in(dara).get("/courier/").content.decode())
+
+    assert '<p class="address">St 271, Toul Kork</p>' in card
+    assert "complete_address" not in card
 
 
 def test_no_card_offline_on_a_route_or_without_an_offer(offered, api, shop):  # noqa: F811

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from couriers.services import deactivate_courier
-from orders.models import DeliveryEvent, Drop, DropStatus
+from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from tests.courier_app.conftest import PASSWORD, assigned_drops
 from tests.factories import drop
 
@@ -117,6 +117,35 @@ def test_the_route_shows_each_stop_with_its_links_and_moves(
     assert html.index(f"stop-{drops[0].pk}") < html.index(f"stop-{drops[1].pk}")
     assert html.count('value="PICKED_UP"') == 2 and 'value="DELIVERED"' not in html
     assert 'capture="environment"' not in html  # no delivery form before pickup
+
+
+def test_addresses_read_as_text_on_the_route_and_in_its_json(
+    open_for_business, alice, api, dara, phone_of
+):
+    """Its complete_address, else its parts joined: never a Python dict on the page; the
+    API keeps the object as sent and says the same text beside it."""
+    courier, app = dara
+    first, second = assigned_drops(api, alice, courier)
+    Drop.objects.filter(pk=first.pk).update(address={"complete_address": "St 271, Toul Kork"})
+    parts = {"city": "Phnom Penh", "street": "St 310", "sangkat": "Boeng Keng Kang 1"}
+    Drop.objects.filter(pk=second.pk).update(address=parts)
+    Order.objects.filter(pk=first.order_id).update(
+        pickup_address={"complete_address": "Central Market, Phnom Penh"}
+    )
+
+    html = phone_of(courier).get("/courier/").content.decode()
+    route = app.get("/route").json()["data"]["route"]
+
+    assert '<p class="address">Central Market, Phnom Penh</p>' in html  # the pickup
+    assert '<p class="address">St 271, Toul Kork</p>' in html
+    assert '<p class="address">St 310, Boeng Keng Kang 1, Phnom Penh</p>' in html
+    assert "complete_address" not in html and "{&#x27;" not in html
+    assert route["pickup"]["address"] == {"complete_address": "Central Market, Phnom Penh"}
+    assert route["pickup"]["address_text"] == "Central Market, Phnom Penh"
+    stops = {stop["drop_id"]: stop for stop in route["stops"]}
+    assert stops[str(second.pk)]["address"] == parts
+    assert stops[str(second.pk)]["address_text"] == "St 310, Boeng Keng Kang 1, Phnom Penh"
+    assert stops[str(first.pk)]["address_text"] == "St 271, Toul Kork"
 
 
 def test_moves_by_form_post_pick_up_and_deliver_with_pin_and_cash(

@@ -31,20 +31,29 @@ def test_a_business_starts_a_scenario_and_gets_its_tracking_link(
     assert f"/t/{tracking_token(started.pk)}" in order_page
 
 
-def test_at_night_the_scenario_is_scheduled_for_the_opening_and_still_walks(
+def test_at_night_the_scenario_is_scheduled_for_the_opening_and_walks_from_then(
     open_for_business, alice, alice_web
 ):
     open_for_business.move_to(AT_NIGHT)
 
-    alice_web.post("/sandbox/scenario/", {"scenario": "fail"})
+    response = alice_web.post("/sandbox/scenario/", {"scenario": "fail"}, follow=True)
 
     started = Drop.objects.get(business=alice.business)
     assert started.status == DropStatus.SCHEDULED
     # 07:00 the next morning in Phnom Penh.
-    assert started.order.pickup_scheduled_at == datetime(2026, 11, 24, 0, 0, tzinfo=UTC)
+    opening = datetime(2026, 11, 24, 0, 0, tzinfo=UTC)
+    assert started.order.pickup_scheduled_at == opening
+    assert "every 10 s from 07:00 on Tue 24 Nov, when the area opens." in (
+        response.content.decode()
+    )
     for _ in range(5):
         open_for_business.shift(timedelta(seconds=10))
         run_due_scenarios()
+    assert Drop.objects.get(pk=started.pk).status == DropStatus.SCHEDULED  # waits, as live
+    open_for_business.move_to(opening)
+    for _ in range(5):
+        run_due_scenarios()
+        open_for_business.shift(timedelta(seconds=10))
     assert Drop.objects.get(pk=started.pk).status == DropStatus.FAILED
 
 

@@ -307,3 +307,18 @@ def test_a_delivery_of_another_endpoint_is_404(alice, alice_web, enqueued):
     response = alice_web.post(f"/webhooks/{endpoint.pk}/deliveries/{other.pk}/resend/")
     assert response.status_code == 404
     assert enqueued == []
+
+
+def test_the_page_says_when_private_urls_are_allowed(alice, alice_web, settings):
+    """A local development server (make run) says why http://127.0.0.1 is accepted here."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    page = alice_web.get("/webhooks/").content.decode()
+    assert 'data-testid="private-urls-allowed"' in page
+    assert "A production server accepts only <code>https</code> and public addresses" in page
+    assert add_endpoint(alice_web).status_code == 201
+
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = False  # production: the page says nothing, refuses
+    page = alice_web.get("/webhooks/").content.decode()
+    assert "private-urls-allowed" not in page
+    assert add_endpoint(alice_web).status_code == 400
+    assert WebhookEndpoint.objects.filter(business=alice.business).count() == 1

@@ -1,4 +1,5 @@
-"""`make run` stops everything it started, however it is stopped (issue 27).
+"""`make run` stops everything it started, however it is stopped; what it prints stays
+readable, and what a newcomer tries first works on it.
 
 Each case runs the real `make run` in a copy of the repository (its own SQLite, .env and
 HOME; the virtualenv is the repository's), waits until the printed address answers, stops
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import json
 import os
 import re
 import shutil
@@ -23,6 +25,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.webhook_receiver import WebhookReceiver
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -219,3 +223,78 @@ def test_make_run_on_a_taken_port_says_so_and_leaves_nothing(clone, tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(line.split(":")[0]), signal.SIGKILL)
     assert left == []
+
+
+def call(port: int, method: str, path: str, body: dict | None = None, key: str = ""):
+    """One request to the running service: (status, headers, body as text)."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=30)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    connection.request(method, path, None if body is None else json.dumps(body), headers)
+    answer = connection.getresponse()
+    return answer.status, dict(answer.getheaders()), answer.read().decode()
+
+
+def log_lines_at_info_or_json(output: str) -> list[str]:
+    """Lines a quiet run must not print: JSON log lines, and any line at INFO level."""
+    return [
+        line
+        for line in output.splitlines()
+        if line.lstrip().startswith("{") or re.search(r"\bINFO\b", line)
+    ]
+
+
+QUIET_SECONDS = 12  # past one round of the worker's periodic jobs (every 10 s)
+
+
+def test_make_run_stays_quiet_and_serves_what_a_newcomer_tries(clone, tmp_path):
+    """On another port than 8000: the guide's links name that port; a webhook endpoint on
+    this machine is accepted and called (DEBUG on SQLite); and after its banner make run
+    prints no JSON log line and nothing at INFO, though the worker has been running and
+    requests have been served."""
+    port = free_port()
+    log = tmp_path / "make-run.log"
+    make = start_make_run(clone, port, log)
+    receiver = WebhookReceiver()
+    started_processes: set[tuple[int, str]] = set()
+    try:
+        assert printed_address(make, log) == (HOST, port)
+        started_processes = process_tree(make.pid)
+        started = time.monotonic()
+        banner = log.read_text(errors="replace")
+        assert (clone / ".demo.txt").read_text() in banner  # the logins, kept as printed
+        key = re.search(r"^Sandbox key: (svc_test_\S+)$", banner, re.M)[1]
+
+        status, headers, guide = call(port, "GET", "/api/v1/guide/")
+        assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
+        assert f'href="http://{HOST}:{port}/api/v1/schema/"' in guide
+        assert f"BASE=http://{HOST}:{port}/api/v1" in guide  # the examples too
+        assert not re.findall(r'(?:href|src)="[^"]*:8000', guide)
+
+        status, _, created = call(
+            port, "POST", "/api/v1/webhook-endpoints", {"url": receiver.url()}, key
+        )
+        assert status == 201, created
+        endpoint = json.loads(created)["data"]
+        receiver.trust(endpoint["secret"])
+        status, _, _ = call(
+            port, "POST", f"/api/v1/webhook-endpoints/{endpoint['id']}/test", {}, key
+        )
+        assert status in (200, 201, 202)
+        [delivered] = receiver.wait_for(1, timeout=60)
+        assert delivered.verified and delivered.json["type"] == "webhook.test"
+
+        time.sleep(max(0.0, QUIET_SECONDS - (time.monotonic() - started)))
+        after_banner = log.read_text(errors="replace")[len(banner) :]
+        assert log_lines_at_info_or_json(after_banner) == [], after_banner
+    finally:
+        receiver.stop()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(make.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            make.wait(timeout=STOP_SECONDS)
+        for pid, _ in alive(started_processes | process_tree(make.pid)):  # nothing left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        make.wait()

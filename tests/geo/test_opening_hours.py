@@ -235,3 +235,44 @@ def test_area_with_a_lunch_break_is_closed_between_its_two_spans():
     assert not area.is_open_at(local(2026, 11, 23, 12, 30))
     assert area.is_open_at(local(2026, 11, 23, 13, 0))
     assert not area.is_open_at(local(2026, 11, 24, 13, 0))  # Tuesday: no hours
+
+
+# --- a drop-off window lies within the hours (docs/contract.md §17) ---
+
+ALL_WEEK = {day: [(time(0), time(23, 59, 59, 999999))] for day in range(7)}
+
+
+def area_open(hours: dict) -> Area:
+    return Area(1, "Hours", geometry_from_geojson(polygon(104.8, 11.45, 105.0, 11.7)), hours)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "kept"),
+    [
+        (local(2026, 11, 23, 7, 0), local(2026, 11, 23, 21, 0), True),  # opening to closing
+        (local(2026, 11, 23, 11, 0), local(2026, 11, 23, 14, 0), True),  # hours that meet
+        (local(2026, 11, 23, 6, 30), local(2026, 11, 23, 8, 0), False),  # starts before opening
+        (local(2026, 11, 23, 20, 30), local(2026, 11, 23, 21, 1), False),  # ends after closing
+        (local(2026, 11, 24, 11, 30), local(2026, 11, 24, 13, 30), False),  # over lunch
+        (local(2026, 11, 23, 20, 0), local(2026, 11, 24, 8, 0), False),  # over the night
+        (local(2026, 11, 25, 9, 0), local(2026, 11, 25, 10, 0), False),  # Wednesday: closed
+    ],
+)
+def test_a_window_lies_within_the_hours_of_its_day(start, end, kept):
+    area = area_open(
+        {
+            0: [(time(7), time(12)), (time(11), time(13)), (time(13), time(21))],  # one stretch
+            1: [(time(7), time(12)), (time(13), time(21))],  # a lunch break
+        }
+    )
+
+    assert area.open_throughout(start, end) is kept
+
+
+def test_an_area_open_all_day_keeps_a_window_over_midnight_and_a_long_one():
+    area = area_open(ALL_WEEK)
+
+    assert area.open_throughout(local(2026, 11, 23, 23, 0), local(2026, 11, 24, 1, 0))
+    assert area.open_throughout(local(2026, 11, 23, 9, 0), local(2026, 12, 31, 9, 0))
+    closed_sunday = area_open({day: ALL_WEEK[day] for day in range(6)})
+    assert not closed_sunday.open_throughout(local(2026, 11, 23, 9, 0), local(2026, 12, 31, 9, 0))

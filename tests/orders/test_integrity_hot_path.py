@@ -8,7 +8,6 @@ the guarantee it names is lost.
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -26,7 +25,6 @@ from billing.models import EntryKind, InvoiceLine, LedgerEntry
 from billing.services import sandbox_top_up
 from core.formats import iso_z, money
 from core.writes import insert_rows
-from orders.decisions import Decider
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
 from orders.services import DROP_CHUNK_ROWS, DropRow, OrderRow
 from tests.billing.helpers import (
@@ -578,51 +576,3 @@ def test_a_batch_of_several_chunks_answers_and_stores_in_submission_order(
     debit = batch_debit(data["batch_id"])
     assert (debit.amount, debit.note) == (-charged, f"{len(accepted)} drops")
     assert assert_ledger_consistent(tenant) == before - charged
-
-
-def test_the_later_drops_are_decided_while_the_earlier_ones_are_stored(
-    open_for_business, per_km, api, monkeypatch
-):
-    """Deciding overlaps with the database (orders.decisions.Decider, issue 18): each run of
-    drops is decided after the chunks before it went into the drops' COPY, so the server
-    stores them meanwhile. The spy only watches the real Decider from another connection."""
-    tenant = per_km("100000.00")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    params = connection.settings_dict
-    observer = psycopg.connect(
-        host=params["HOST"], port=params["PORT"], user=params["USER"], dbname=params["NAME"],
-        autocommit=True,
-    )  # fmt: skip
-    seen: list[int | None] = []
-    decide_next = Decider.next_drops
-
-    def copied_so_far() -> int | None:
-        row = observer.execute(
-            "SELECT tuples_processed FROM pg_stat_progress_copy WHERE pid = %s"
-            " AND relid = 'orders_drop'::regclass",
-            (pid,),
-        ).fetchone()
-        return None if row is None else row[0]
-
-    def watched(decider, count):
-        stored = copied_so_far()
-        if seen:  # a later run: wait (at most 10 s) for the chunk before it to be stored
-            deadline = time.monotonic() + 10
-            while (stored or 0) < len(seen) * DROP_CHUNK_ROWS and time.monotonic() < deadline:
-                time.sleep(0.01)
-                stored = copied_so_far()
-        seen.append(stored)
-        return decide_next(decider, count)
-
-    monkeypatch.setattr(Decider, "next_drops", watched)
-    try:
-        response = bulk(api, tenant, group(*[drop(f"O-{n}") for n in range(3 * DROP_CHUNK_ROWS)]))
-    finally:
-        observer.close()
-
-    assert response.json()["data"]["counts"]["accepted"] == 3 * DROP_CHUNK_ROWS
-    # The first run is decided before the drops' COPY starts; each later one while it runs,
-    # with every drop decided before it already stored.
-    assert seen == [None, DROP_CHUNK_ROWS, 2 * DROP_CHUNK_ROWS]

@@ -6,7 +6,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from core import reads
 from geo.demo import PLACES
 from geo.models import GeocodeResult
 from tests.factories import RECIPIENT_PHONE, batch, drop, group
@@ -131,25 +130,6 @@ def test_tracking_1000_identifiers_costs_one_query_more_than_one(open_for_busine
     assert many == one + 2, f"tracking 1000: {many} queries; tracking 1: {one} queries"
 
 
-def test_tracking_sends_the_sql_it_compiled_once(open_for_business, rich, api):
-    """Tracking's two reads and the API key's keep their compiled SQL (core.reads): the
-    values they pass are the ones Django binds, in its order. Were that guess wrong, every
-    call would compile again, slower but right: this test is what notices."""
-    api.bulk(batch(group(*[drop(f"TC-{i}") for i in range(3)])), rich.sandbox_key)
-    reads._compiled.clear()
-
-    for wanted in (["TC-0"], ["TC-1", "TC-2", "NOPE"]):
-        entries = api.track(wanted, rich.sandbox_key).json()["data"]["orders"]
-        assert [e["client_order_id"] for e in entries] == wanted
-
-    kept = {key[1][0] for key in reads._compiled}
-    assert kept == {"api key by digest", "beside the key", "tracking drops"}
-    # The key; active drops for one id and for a list of three, read by the key's statement
-    # (accounts.auth.BesideKey); finished ones for the one id found in neither; each with
-    # its order beside it (tracking.selectors.DROP_AND_ORDER).
-    assert len(reads._compiled) == 4
-
-
 # The statements of each small call (issue 34), warmed: the key's last use already written
 # and the row shapes compiled. Equal, not at most: a statement saved is written down here as
 # surely as one added is noticed. Auth and the rate counter are the first statement of every
@@ -181,16 +161,3 @@ def test_each_small_call_costs_its_statements(open_for_business, rich, api):
         call()
     counted = {name: queries_of(call)[0] for name, call in calls.items()}
     assert counted == SMALL_CALLS
-
-
-def test_a_batch_sends_the_sql_of_its_reads_compiled_once(open_for_business, rich, api):
-    """A batch's reads of the vehicle types, the areas with their hours, the wallet's lock
-    and the enabled endpoints keep their compiled SQL (core.reads): were a guess of Django's
-    values wrong, each would compile on every call, slower but right, and only this notices."""
-    reads._compiled.clear()
-    for n in range(2):
-        sent = api.bulk(batch(group(drop(f"KEPT-{n}"))), rich.sandbox_key)
-        assert sent.json()["data"]["counts"]["accepted"] == 1
-
-    kept = {key[1][0] for key in reads._compiled}
-    assert {"active vehicle types", "coverage", "lock the wallet", "enabled endpoints"} <= kept

@@ -106,7 +106,8 @@ def test_a_window_that_can_be_kept_is_accepted(open_for_business, alice, api):
     ("start", "end", "says"),
     [
         (40, 69, "at least 30 minutes"),  # 29 minutes long
-        (100, 40, "at least 30 minutes"),  # ends before it starts
+        (100, 40, "must end after it starts"),
+        (40, 40, "must end after it starts"),
         (0, 25, "at least 30 minutes"),
         (-60, 25, "earliest possible arrival"),  # long enough, but over before we can be there
         (7 * 24 * 60 + 1, 7 * 24 * 60 + 120, "within 7 days"),
@@ -120,6 +121,35 @@ def test_a_window_that_cannot_be_kept_is_invalid_time_window(
     assert result["failure_reason"] == "INVALID_TIME_WINDOW"
     assert says in result["message"]
     assert not Drop.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        (12 * 60, 13 * 60 + 30),  # 22:00-23:30 in Phnom Penh: the area closes at 21:00
+        (10 * 60 + 30, 11 * 60 + 30),  # 20:30-21:30: ends after closing
+        (20 * 60 + 30, 22 * 60),  # 06:30-08:00 the next day: starts before opening
+        (10 * 60 + 30, 22 * 60),  # 20:30 to 08:00 the next day: over the night
+    ],
+)
+def test_a_window_outside_the_areas_opening_hours_is_invalid_time_window(
+    open_for_business, alice, api, start, end
+):
+    (result,) = submit(api, alice, windowed(start=start, end=end))
+    assert result["failure_reason"] == "INVALID_TIME_WINDOW"
+    assert result["message"] == (
+        "The drop-off window must lie within the opening hours of the drop's service area "
+        "on its day (07:00–21:00, Asia/Phnom_Penh)."
+    )
+    assert not Drop.objects.exists()
+
+
+def test_a_window_ending_as_the_area_closes_is_accepted(open_for_business, alice, api):
+    # 20:00-21:00 and, tomorrow, 07:00-08:00 in Phnom Penh.
+    results = submit(
+        api, alice, windowed("H-1", start=10 * 60, end=11 * 60), windowed("H-2", 21 * 60, 22 * 60)
+    )
+    assert [r["status"] for r in results] == ["accepted", "accepted"]
 
 
 def test_the_earliest_arrival_counts_from_the_scheduled_pickup(open_for_business, alice, api):
@@ -172,6 +202,11 @@ def test_a_quote_decides_windows_as_bulk_does(open_for_business, alice, api):
     assert entries[0]["status"] == "quotable"
     assert entries[1]["failure_reason"] == "INVALID_TIME_WINDOW"
     assert "at least 30 minutes" in entries[1]["message"]
+    late = batch(group(windowed("Q-4", start=12 * 60, end=13 * 60 + 30)))
+    response = api.post("/orders/quote", late, alice.sandbox_key)
+    (entry,) = response.json()["data"]["orders"]
+    assert entry["failure_reason"] == "INVALID_TIME_WINDOW"
+    assert "opening hours" in entry["message"]
     malformed = batch(group(windowed("Q-3") | {"dropoff_window": {"start": at(40)}}))
     assert fields_of(api.post("/orders/quote", malformed, alice.sandbox_key)) == [
         f"{PATH}.dropoff_window.end"

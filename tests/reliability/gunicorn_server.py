@@ -30,6 +30,14 @@ WAIT_SECONDS = 30  # every wait has this deadline; a healthy run needs a fractio
 T = TypeVar("T")
 
 
+def database_url(database: dict) -> str:
+    """The URL of the test database (a Django settings dict) for a process of its own: the
+    throwaway PostgreSQL, or the SQLite file of the embedded default's run."""
+    if database.get("ENGINE") == "django.db.backends.sqlite3":
+        return f"sqlite:///{database['NAME']}"
+    return f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
+
+
 def wait_for(what: str, check: Callable[[], T], timeout: float = WAIT_SECONDS) -> T:
     """Poll `check` until it returns something truthy; fail loudly at the deadline."""
     deadline = time.monotonic() + timeout
@@ -91,10 +99,7 @@ class Gunicorn:
         self.env = {
             **{name: os.environ[name] for name in inherited if name in os.environ},
             "DJANGO_SETTINGS_MODULE": "config.settings",
-            "DATABASE_URL": (
-                f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}"
-                f"/{database['NAME']}"
-            ),
+            "DATABASE_URL": database_url(database),
             "SECRET_KEY": secrets.token_urlsafe(50),
             "DEBUG": "false",
             "ALLOWED_HOSTS": HOST,

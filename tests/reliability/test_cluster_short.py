@@ -12,9 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 
 
+@pytest.mark.slow
 def test_the_short_cluster_run_keeps_every_invariant():
     done = subprocess.run(
         [sys.executable, str(Path(settings.BASE_DIR) / "bench" / "cluster.py"), "--short"],

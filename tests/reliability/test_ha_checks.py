@@ -2,8 +2,8 @@
 it is: each passes on a run that kept it and fails on the breach it names. The breaches
 (a batch answered 200 and lost, a batch billed by no ledger entry, two primaries, a
 failover that never finished) are written here by hand, as a good failover never makes
-them. The failover itself is proven by `make ha-test` only: setting up a formation takes
-longer than the suite allows for one check (docs/decisions.md)."""
+them. The failover itself is proven by the short failover run (test_ha_short.py, marked
+slow) and by `make ha-test`."""
 
 from __future__ import annotations
 

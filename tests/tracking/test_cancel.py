@@ -73,7 +73,26 @@ def test_cancel_before_pickup_refunds_the_wallet_to_the_cent(open_for_business, 
     assert wallet.balance == ledger_sum(wallet)
 
 
-@pytest.mark.parametrize("status", [S.PICKED_UP, S.DELIVERED, S.FAILED, S.CANCELLED])
+def test_cancelling_a_cancelled_drop_answers_it_cancelled_and_refunds_once(
+    open_for_business, alice, api
+):
+    drop_id = put_in(api, alice.sandbox_key, "C-1", S.PENDING)
+    wallet = wallet_of(alice, "sandbox")
+    first = entries(cancel(api, alice.sandbox_key, "C-1"))["C-1"]
+    balance, events = wallet_of(alice, "sandbox").balance, history_of(drop_id)
+
+    again = entries(cancel(api, alice.sandbox_key, "C-1"))["C-1"]
+
+    assert "error" not in first and "error" not in again  # a retry is answered as done
+    assert again["status"] == S.CANCELLED == Drop.objects.get(pk=drop_id).status
+    assert again["drop_id"] == first["drop_id"] == str(drop_id)
+    assert history_of(drop_id) == events  # no second move
+    assert len(refunds_of(drop_id)) == 1
+    wallet.refresh_from_db()
+    assert wallet.balance == balance == ledger_sum(wallet)
+
+
+@pytest.mark.parametrize("status", [S.PICKED_UP, S.DELIVERED, S.FAILED])
 def test_cancel_after_pickup_or_at_the_end_is_refused(open_for_business, alice, api, status):
     drop_id = put_in(api, alice.sandbox_key, "C-1", status)
     wallet = wallet_of(alice, "sandbox")

@@ -336,6 +336,51 @@ def test_a_window_that_cannot_be_kept_is_invalid_time_window(open_for_business, 
     assert Drop.objects.get(pk=drop_id).window_start is None
 
 
+def test_a_new_pin_outside_the_area_names_only_the_fields_sent(open_for_business, alice, api):
+    drop_id = put_in(api, alice.sandbox_key, "E-1", S.PENDING)
+
+    error = assert_rejected(
+        patch(api, drop_id, {"dropoff": ANGKOR_WAT}, alice.sandbox_key), "OUT_OF_SERVICE_AREA"
+    )
+    assert [d["field"] for d in error["details"]] == ["dropoff.lat", "dropoff.long"]
+
+    error = assert_rejected(
+        patch(api, drop_id, {"dropoff": {"lat": 0, "long": 0}}, alice.sandbox_key),
+        "INVALID_COORDINATES",
+    )
+    assert [d["field"] for d in error["details"]] == ["dropoff.lat", "dropoff.long"]
+
+
+def test_a_window_edited_outside_opening_hours_is_invalid_time_window(
+    open_for_business, alice, api
+):
+    drop_id = put_in(api, alice.sandbox_key, "E-1", S.PENDING)
+    # 22:00-23:30 in Phnom Penh, where the area closes at 21:00 (the clock says 10:00 there).
+    late = window_from(timezone.now() + timedelta(hours=12), minutes=90)
+
+    error = assert_rejected(
+        patch(api, drop_id, {"dropoff_window": late}, alice.sandbox_key), "INVALID_TIME_WINDOW"
+    )
+
+    assert "opening hours" in error["message"]
+    assert [d["field"] for d in error["details"]] == ["dropoff_window"]
+    assert Drop.objects.get(pk=drop_id).window_start is None
+    assert updates_of(drop_id) == []
+
+
+def test_a_window_ending_before_it_starts_says_so(open_for_business, alice, api):
+    drop_id = put_in(api, alice.sandbox_key, "E-1", S.PENDING)
+    start = timezone.now() + timedelta(hours=3)
+    backwards = {"start": iso(start), "end": iso(start - timedelta(hours=1))}
+
+    error = assert_rejected(
+        patch(api, drop_id, {"dropoff_window": backwards}, alice.sandbox_key),
+        "INVALID_TIME_WINDOW",
+    )
+
+    assert error["message"] == "The drop-off window must end after it starts."
+
+
 # --- The promise: window and undeliverable_action ---------------------------------------------
 
 
@@ -399,9 +444,6 @@ def test_a_new_place_that_breaks_the_window_is_invalid_time_window(open_for_busi
     )
 
     assert "earliest possible arrival" in error["message"]
-    assert [d["field"] for d in error["details"]] == [
-        "dropoff.lat",
-        "dropoff.long",
-        "dropoff.address",
-    ]
+    # Only the fields of the location that were sent (AIRPORT is lat and long).
+    assert [d["field"] for d in error["details"]] == ["dropoff.lat", "dropoff.long"]
     assert (Drop.objects.get(pk=drop_id).lat, len(updates_of(drop_id))) == (drop.lat, 1)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from django.db import connection
 from django.test import override_settings
+from django_tasks_db.models import DBTaskResult
 
 from billing.models import EntryKind, LedgerEntry, Wallet
 from events.models import Event, EventType
@@ -35,6 +36,7 @@ from tests.webhook_receiver import start_receiver, webhook_receiver
 from tests.workers import db_worker
 from tracking.scenarios import EN_ROUTE_AT, PICKED_UP_AT, SAMPLE_PHOTO, run_due_scenarios
 from tracking.selectors import entries_by_drop_id
+from tracking.tasks import run_sandbox_scenarios
 
 __all__ = ["start_receiver", "webhook_receiver"]  # fixtures
 
@@ -162,15 +164,36 @@ def test_cancel_by_courier_cancels_after_assigned_and_refunds(sandbox, api, cloc
     assert row(drop_id).scenario_next_at is None and row(drop_id).courier_progress is None
 
 
-def test_a_scheduled_scenario_drop_is_dispatched_by_its_first_step(sandbox, api, clock):
-    drop_id = start(api, sandbox, "deliver", pickup_scheduled_at=THIS_AFTERNOON)["deliver"]
-    assert row(drop_id).status == S.SCHEDULED
+def test_a_scheduled_scenario_drop_starts_walking_at_its_pickup_time(sandbox, api, clock):
+    ids = start(api, sandbox, "deliver", "fail", pickup_scheduled_at=THIS_AFTERNOON)
+    pickup_at = datetime.fromisoformat(THIS_AFTERNOON)
+    assert {row(i).scenario_next_at for i in ids.values()} == {pickup_at}
 
-    step(clock)
+    step(clock, 5)
+    clock.move_to(pickup_at - timedelta(seconds=1))
+    run_due_scenarios()
 
-    assert row(drop_id).status == S.PENDING
+    assert {row(i).status for i in ids.values()} == {S.SCHEDULED}
+    clock.move_to(pickup_at)
+    run_due_scenarios()
+    assert {row(i).status for i in ids.values()} == {S.PENDING}
     step(clock, 4)
-    assert row(drop_id).status == S.DELIVERED
+    assert row(ids["deliver"]).status == S.DELIVERED
+    assert row(ids["fail"]).status == S.FAILED
+    moves = DeliveryEvent.objects.filter(drop_id__in=ids.values()).exclude(status=S.SCHEDULED)
+    assert min(moves.values_list("at", flat=True)) >= pickup_at
+
+
+def test_the_runs_wait_for_the_first_step_due_not_one_every_step(sandbox, api, clock):
+    start(api, sandbox, "deliver", pickup_scheduled_at=THIS_AFTERNOON)
+    DBTaskResult.objects.all().delete()
+
+    run_sandbox_scenarios.call()  # as the minute's sweep runs it
+
+    queued = DBTaskResult.objects.filter(task_path=run_sandbox_scenarios.module_path)
+    assert list(queued.values_list("run_after", flat=True)) == [
+        datetime.fromisoformat(THIS_AFTERNOON)
+    ]
 
 
 def test_manual_and_plain_drops_are_never_walked(sandbox, api, clock):

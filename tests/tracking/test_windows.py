@@ -248,6 +248,7 @@ def test_notes_never_reach_the_recipients_page(open_for_business, alice, api):
     assert track(api, alice, "W-1")["W-1"]["notes"] == notes
 
 
+@pytest.mark.postgresql  # statements counted as PostgreSQL runs them (COPY)
 def test_windows_and_notes_add_no_query_per_drop(open_for_business, make_tenant, api):
     tenant = make_tenant(sandbox_balance="1000.00")
     place(api, tenant, drop("WARM"))  # a key's first use writes last_used_at: not measured

@@ -42,7 +42,8 @@
     var points = [];
     board.orders.forEach(function (order) {
       var urgent = order.at_risk || order.flagged_at;
-      var label = order.pickup.name + " (" + order.business + "): " + order.drops + " drop(s) waiting";
+      var shop = order.pickup.name + (order.for_business ? " (" + order.for_business + ")" : "");
+      var label = shop + ": " + order.drops + " drop(s) waiting";
       pin(urgent ? "board-pin-risk" : "board-pin-pickup", order.pickup.lat, order.pickup.long, label, "tear", urgent)
         .addTo(pins);
       points.push([order.pickup.lat, order.pickup.long]);
@@ -69,7 +70,7 @@
       framed = true;
     }
     status.textContent =
-      "Map as of " + new Date(board.at).toLocaleTimeString() + ": " + board.waiting +
+      "Map as of " + board.at_shown + ": " + board.waiting +
       " waiting, " + board.online + " online (it follows by itself; reload the page for the tables).";
   }
 

@@ -101,6 +101,18 @@ class Command(WorkerCommand):
             help="Seconds between two looks for due periodic jobs (default: %(default)r).",
         )
 
+    def configure_logging(self, verbosity: int) -> None:
+        """The library's levels for its task loggers (INFO at the default verbosity), but at
+        that verbosity never below LOG_LEVEL's: with LOG_LEVEL=WARNING (`make run`) a task's
+        start and end are not said; at the default INFO, or with -v 2, nothing changes."""
+        super().configure_logging(verbosity)
+        if verbosity != 1:
+            return
+        floor = logging.getLogger().level  # the root's: LOG_LEVEL (config/settings.py)
+        for name in (upstream.TASKS_LOGGER, upstream.logger.name):
+            task_logger = logging.getLogger(name)
+            task_logger.setLevel(max(task_logger.level, floor))
+
     def handle(self, *, scheduler: bool, scheduler_interval: float, **options) -> None:
         # With --reload the command runs twice: a parent that only watches the files and a
         # child that works. Only a working process schedules; --batch drains and exits.
