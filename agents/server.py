@@ -5,7 +5,8 @@ worker may serve the next request of the same client or not; so the SDK runs sta
 (no session to find again) and answers in JSON (no stream to hold open), and each request
 gets its own server and session manager, run to completion by asgiref's async_to_sync.
 A tool's API call goes back to this request's thread (sync_to_async, thread_sensitive),
-where Django's database connection lives (docs/decisions.md, "Issue 35: the MCP server").
+where Django's database connection lives (docs/decisions.md, "The MCP server runs the API's
+own requests in-process").
 """
 
 from __future__ import annotations

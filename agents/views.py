@@ -3,7 +3,8 @@
 A DRF view, so that the key is checked as every API call checks it: the same
 authentication and permission classes, the same 401 and 403 in the envelope. MCP's own
 messages (initialize, tools/list) are not counted against the key's rate limit; each
-tool's API call is, as that call (docs/decisions.md, "Issue 35: the MCP server").
+tool's API call is, as that call (docs/decisions.md, "The MCP server runs the API's own
+requests in-process").
 """
 
 from __future__ import annotations

@@ -272,7 +272,7 @@ def coordinate_batch(n: int) -> Template:
 
 
 def committed_batch(n: int) -> Template:
-    """coordinate_batch with a drop-off window and notes on every drop (issue 29): a window
+    """coordinate_batch with a drop-off window and notes on every drop: a window
     that can be kept, from an hour to three hours from now, so every drop is accepted."""
     now = datetime.now(UTC)
     window = {
@@ -295,7 +295,7 @@ NOTES = "Gate code 42, call on arrival; the blue door beside the pharmacy."
 
 
 def carried_batch(n: int) -> Template:
-    """coordinate_batch with a parcel and cash on delivery on every drop (issue 30), on a van:
+    """coordinate_batch with a parcel and cash on delivery on every drop, on a van:
     n half-kilo parcels stay within its load, so every drop is accepted."""
     body = orjson.loads(coordinate_batch(n).raw)
     body["orders"][0]["vehicle"] = "van"
@@ -513,7 +513,8 @@ def bare_floor_run(
     n: int,
     columns: tuple[tuple[str, Any], ...] = (),
 ) -> float:
-    """The physical floor of issue 18: what storing a batch's rows costs the database alone.
+    """The physical floor of the bulk bench's ratio: what storing a batch's rows costs the
+    database alone.
 
     One transaction that COPYs n drop-sized rows (every column a drop row of the bulk call
     fills, same values) and n ledger-sized rows into tables with no constraint, inserts the
@@ -657,7 +658,7 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
     def beside_the_bare_floor(
         label: str, template: Template | None = None
     ) -> tuple[Figure, Figure]:
-        """Issue 18's ratio: a 1000-drop batch and the bare floor, one after the other, in
+        """The bulk bench's ratio: a 1000-drop batch and the bare floor, one after the other, in
         alternation, so that both see the same moment of a noisy machine and the same
         database. The floor's batch row carries a stored answer of the real size."""
         template = template or coordinate_batch(1000)
@@ -690,14 +691,14 @@ def run_cases(port: int, tenant: Tenant, db: psycopg.Connection, cfg: Settings) 
         if n == 1000:
             pairs["early"] = beside_the_bare_floor(label)
             figures.append(pairs["early"][0])
-            # Issue 29: the same batch with a window and notes on every drop, beside a bare
+            # The same batch with a window and notes on every drop, beside a bare
             # floor that stores those columns too (until 2026-11-25 it stored a bare batch's
             # columns only: docs/performance.md gives both).
             pairs["commitments"] = beside_the_bare_floor(
                 "bulk, 1000 coordinate drops with a window and notes", committed_batch(1000)
             )
             figures.append(pairs["commitments"][0])
-            # Issue 30: a parcel and cash on delivery on every drop, on a van.
+            # A parcel and cash on delivery on every drop, on a van.
             pairs["parcels"] = beside_the_bare_floor(
                 "bulk, 1000 coordinate drops with a parcel and COD", carried_batch(1000)
             )
@@ -842,8 +843,8 @@ def report(
     )
     ratio = ratios["early"]
     print(
-        f"RATIO:      1000-drop batch end to end / bare floor = {ratio:.2f}x where the issue"
-        f" measured it (the 1000-drop case, early in the run); {ratios['late']:.2f}x late, on"
+        f"RATIO:      1000-drop batch end to end / bare floor = {ratio:.2f}x early in the run"
+        f" (the 1000-drop case); {ratios['late']:.2f}x late, on"
         " the table the whole run filled"
     )
     by_case = {f.case: f for f in figures}

@@ -1,4 +1,4 @@
-"""The service scaled out on this machine, under load, while its parts fail (issue 17).
+"""The service scaled out on this machine, under load, while its parts fail.
 
     .venv/bin/python bench/cluster.py            # make cluster-test: 90 s of load with faults
     .venv/bin/python bench/cluster.py --short    # 15 s, no faults (the suite runs this)

@@ -1,4 +1,4 @@
-"""Simulated couriers for the cluster run (issue 32, docs/performance.md, docs/dispatch.md).
+"""Simulated couriers for the cluster run (docs/performance.md, docs/dispatch.md).
 
 Each courier is a thread speaking the courier API through the balancer, as the courier app
 does (docs/api.md, "The courier API"): it signs in with its phone and password, goes
@@ -243,7 +243,7 @@ ON_THE_ROAD = """
     WHERE environment = 'live' AND status IN ('ASSIGNED', 'PICKED_UP', 'RETURNING')
 """
 # When each live order a courier took was theirs: from its first ASSIGNED event to the last
-# event of its drops, or for ever while one is still to carry (couriers/selectors.py
+# event of its drops, or for ever while one is still to carry (orders/couriers.py
 # ORDER_STILL_TO_CARRY: assigned, picked up, returning, or failed and to be returned).
 HELD = """
     SELECT o.id AS order_id, o.driver_id AS courier_id,

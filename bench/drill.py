@@ -447,6 +447,7 @@ def check_invariants(drill: Drill, phases: list[Phase]) -> list[tuple[str, bool,
         f"{wallets[2]} wallets, {wallets[0]} off their ledger, {wallets[1]} negative, "
         f"{negative_ever} ledger rows below zero",
     )
+    check_custody(db, check)
     doubled = db.execute(
         """SELECT count(*) FROM (SELECT 1 FROM orders_drop
            WHERE status IN ('SCHEDULED','PENDING','ASSIGNED','PICKED_UP')
@@ -477,6 +478,47 @@ def check_invariants(drill: Drill, phases: list[Phase]) -> list[tuple[str, bool,
         "(no status; retried with the same key)",
     )
     return results
+
+
+# Cash custody (docs/contract.md §23), per environment and currency: what the businesses'
+# COD ledgers say was collected, what the couriers' cash ledgers say they took, and where it
+# is now (in hand, handed over, short).
+CUSTODY = """
+WITH businesses AS (
+    SELECT a.environment, d.currency, sum(e.amount) AS collected
+    FROM billing_codentry e JOIN billing_codaccount a ON a.id = e.account_id
+    JOIN orders_drop d ON d.id = e.drop_id
+    WHERE e.kind = 'COLLECTED' GROUP BY 1, 2),
+couriers AS (
+    SELECT a.environment, a.currency,
+           coalesce(sum(e.amount) FILTER (WHERE e.kind = 'COLLECTED'), 0) AS collected,
+           coalesce(-sum(e.amount) FILTER (WHERE e.kind <> 'COLLECTED'), 0) AS gone
+    FROM billing_couriercashentry e JOIN billing_couriercashaccount a ON a.id = e.account_id
+    GROUP BY 1, 2),
+held AS (
+    SELECT environment, currency, sum(in_hand) AS in_hand
+    FROM billing_couriercashaccount GROUP BY 1, 2)
+SELECT coalesce(b.environment, c.environment, h.environment),
+       coalesce(b.currency, c.currency, h.currency),
+       coalesce(b.collected, 0), coalesce(c.collected, 0),
+       coalesce(h.in_hand, 0) + coalesce(c.gone, 0)
+FROM businesses b
+FULL JOIN couriers c ON (c.environment, c.currency) = (b.environment, b.currency)
+FULL JOIN held h ON (h.environment, h.currency)
+    = (coalesce(b.environment, c.environment), coalesce(b.currency, c.currency))
+"""
+
+
+def check_custody(db, check) -> None:
+    rows = db.execute(CUSTODY).fetchall()
+    off = [row for row in rows if not row[2] == row[3] == row[4]]
+    collected = sum((row[2] for row in rows), start=0)
+    check(
+        "cash custody adds up: businesses' COD collected = couriers' = in hand + handed over",
+        not off,
+        f"{collected} collected in {len(rows)} environment-currency pairs; "
+        f"{len(off)} off: {off or 'none'}",
+    )
 
 
 # --------------------------------------------------------------------------- figures

@@ -1,4 +1,4 @@
-"""Lose the primary, lose nothing: the service on a replicated PostgreSQL (issue 33).
+"""Lose the primary, lose nothing: the service on a replicated PostgreSQL.
 
     .venv/bin/python bench/ha.py            # make ha-test: 60 s of load, the primary killed twice
     .venv/bin/python bench/ha.py --short    # 25 s, killed once (the suite runs this)

@@ -1,4 +1,4 @@
-"""A pg_auto_failover formation on loopback: a monitor and PostgreSQL nodes (issue 33).
+"""A pg_auto_failover formation on loopback: a monitor and PostgreSQL nodes.
 
 Used by bench/ha.py (make ha-test; its short form runs in the suite,
 tests/reliability/test_ha_short.py). Each node is its own `pg_autoctl` process group (the

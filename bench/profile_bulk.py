@@ -50,15 +50,17 @@ from bench.bulk import (  # noqa: E402
 # Functions on the hot path whose own time (calls included) is summed per batch, without
 # cProfile's per-call overhead: (module, attribute, label).
 PHASES = (
-    ("orders.api", "json_body", "read and parse JSON"),
-    ("orders.api", "parse_batch", "check the shape"),
+    ("tracking.api", "json_body", "read and parse JSON"),
+    ("tracking.api", "parse_batch", "check the shape"),
     ("orders.services", "write_batch", "write (all of it)"),
     ("orders.decisions", "Decider.__init__", "  decide the pickups"),
     ("orders.decisions", "Decider.next_drops", "  decide the drops (inside the COPY's stream)"),
     ("orders.services", "_write_drops", "  orders and drops: decided, built, stored at once"),
-    ("orders.services", "_BatchRows.accepted", "    accepted rows"),
-    ("orders.services", "window_columns", "      window columns"),
-    ("orders.services", "carried", "      parcel columns"),
+    ("orders.services", "charge", "    charge"),
+    ("orders.services", "drop_row", "    rows"),
+    ("orders.rows", "window_columns", "      window columns"),
+    ("orders.rows", "carried", "      parcel columns"),
+    ("orders.services", "answer_of", "    answers"),
     ("orders.services", "price_breakdown", "      price breakdown"),
     ("orders.decisions", "Decider._check_window", "    rule 7"),
     ("orders.services", "open_till", "  lock the account"),
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "--case",
         choices=sorted(CASES),
         default="plain",
-        help="plain drops, a window and notes on each (issue 29), a parcel and COD (issue 30)",
+        help="plain drops, a window and notes on each, a parcel and COD on each",
     )
     parser.add_argument(
         "--preload", type=int, default=100_000, help="drops written first (as the bench has)"

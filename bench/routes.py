@@ -1,4 +1,4 @@
-"""Stop order (issue 32): geo.routes.sequence_stops against the exact shortest route, and its
+"""Stop order: geo.routes.sequence_stops against the exact shortest route, and its
 time per order. No database, no server.
 
 Run from the project root (``make bench`` does this)::

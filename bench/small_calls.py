@@ -1,4 +1,4 @@
-"""The fixed cost of a small call (issue 34, point 1): each call against the framework floor,
+"""The fixed cost of a small call: each call against the framework floor,
 through gunicorn on PostgreSQL, and where its time goes.
 
 Run from the project root (``make bench`` does this)::
@@ -11,7 +11,7 @@ the floor, then one case, then the floor, then the next case, on one keep-alive
 connection: every case is measured beside a floor of the same moment, so the machine's
 load moves both alike. The business has a past first (10,000 drops, `--history`) and the
 database its statistics (ANALYZE), as a live account's would. Printed: each case's median
-and p90, its ratio to the floor's median, the targets of issue 34 (PASS/FAIL; the exit
+and p90, its ratio to the floor's median, the small-call targets (PASS/FAIL; the exit
 status is 1 if one misses), and a breakdown of each case from an in-process profile (the
 same code under Django's test client, cProfile's own time grouped by where it is spent:
 auth, throttle, parse, decide and write, build the answer, SQL, render, middleware, the
@@ -53,7 +53,7 @@ class Case:
     method: str
     path: str
     body: object = None  # a callable making a fresh body, for writes
-    target: float | None = None  # the ratio to the floor issue 34 asks for
+    target: float | None = None  # the most this call may cost, as a ratio to the floor
 
 
 def batch_of(n: int) -> bytes:
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         from django.db import connection
 
         connection.close()
-    print("PASS" if ok else "FAIL: a call is above its target ratio (issue 34)")
+    print("PASS" if ok else "FAIL: a call is above its target ratio")
     return 0 if ok else 1
 
 

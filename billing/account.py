@@ -6,7 +6,8 @@ once (core.reads.row_compiled_once): the active vehicles' multipliers, the walle
 month's invoice), the COD account and its totals, each a subquery of one row. Read apart, as
 billing.services.account_summary and billing.cod.cod_summary do on the embedded default, they
 were four statements compiled per call, two thirds of the call's own time (docs/decisions.md,
-"Issue 34"). Both ways give the same answer; a test holds them equal.
+"The small calls' SQL and reference data are compiled once per process"). Both ways give the
+same answer; a test holds them equal.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import OuterRef, Subquery
 
-from accounts.auth import KEY_BUSINESS, BesideKey
 from accounts.models import BillingModel, Business
 from billing.cod import TOTALS, cod_summary
 from billing.models import ZERO, CodAccount, Invoice, InvoiceStatus, Wallet
@@ -28,40 +28,18 @@ from fleet.models import VehicleType
 
 # GET /account's `cod`: the COD account's owed and the totals it keeps (billing.cod).
 COD_COLUMNS = ["owed", *TOTALS]
-# _account_row's columns: the vehicles' codes and multipliers, the wallet's balance and owed,
-# this month's invoice's accrued and status, then COD_COLUMNS.
-ROW_WIDTH = 6 + len(COD_COLUMNS)
 
 
-def account_answer(
-    *, business: Business, environment: str, at: datetime, row: tuple | None = None
-) -> dict:
-    """GET /account's `data`; `business` as authentication loaded it, with its plan. `row`:
-    the one read of the rest (beside_key's), when the key's statement made it."""
-    if row is not None:
-        billing, cod = _answer_of(row, business, invoice_period(at))
-    elif connection.vendor == "postgresql":
-        billing, cod = _read_in_one(business, environment, at)
-    else:
-        billing, cod = _read_apart(business, environment, at)
+def account_answer(*, business: Business, environment: str, at: datetime) -> dict:
+    """GET /account's `data`; `business` as authentication loaded it, with its plan."""
+    read = _read_in_one if connection.vendor == "postgresql" else _read_apart
+    billing, cod = read(business, environment, at)
     return {
         "business": {"id": str(business.pk), "name": business.name},
         "environment": environment,
         **billing,
         "cod": {name: money(value) for name, value in cod.items()},
     }
-
-
-def beside_key(environment: str, at: datetime) -> BesideKey:
-    """The read of everything the answer needs after authentication, to be made by the key's
-    statement (accounts.auth.BesideKey): _read_in_one's, for the caller's business."""
-    period = invoice_period(at)
-    return BesideKey(
-        ("account", environment),
-        _params(environment, period),
-        lambda: _account_row(KEY_BUSINESS, environment, period),
-        ROW_WIDTH,
-    )
 
 
 def _read_apart(business: Business, environment: str, at: datetime) -> tuple[dict, dict]:
@@ -75,13 +53,9 @@ def _read_in_one(business: Business, environment: str, at: datetime) -> tuple[di
     period = invoice_period(at)
     row = row_compiled_once(
         ("account", environment),
-        [*_params(environment, period), business.pk],
-        lambda: _account_row(business.pk, environment, period),
+        _params(business, environment, period),
+        lambda: _account_row(business, environment, period),
     )
-    return _answer_of(row, business, period)
-
-
-def _answer_of(row: tuple, business: Business, period: str) -> tuple[dict, dict]:
     codes, multipliers, balance, owed, accrued, status, *cod_columns = row
     billing = account_pricing(business, zip(codes, multipliers, strict=True))
     if business.billing_model == BillingModel.WALLET:
@@ -100,9 +74,8 @@ def _answer_of(row: tuple, business: Business, period: str) -> tuple[dict, dict]
     return billing, cod
 
 
-def _params(environment: str, period: str) -> list:
-    """The values Django binds into _account_row's SQL, in its order, but the business's id
-    (bound last, unless the key's statement names it: accounts.auth.KEY_BUSINESS)."""
+def _params(business: Business, environment: str, period: str) -> list:
+    """The values Django binds into _account_row's SQL, in its order."""
     return [  # (the vehicles' `active = true` is written into the SQL, not bound)
         environment,  # the wallet's balance
         environment,  # and owed
@@ -111,18 +84,18 @@ def _params(environment: str, period: str) -> list:
         environment,  # and status
         period,
         *[environment for _ in COD_COLUMNS],  # the COD account's owed and kept totals
+        business.pk,
     ]
 
 
-def _account_row(business, environment: str, period: str):
-    """`business`: the business's id, or an expression of it (KEY_BUSINESS)."""
+def _account_row(business: Business, environment: str, period: str):
     vehicles = VehicleType.objects.filter(active=True).order_by("price_multiplier", "code")
     wallet = Wallet.objects.filter(business=OuterRef("pk"), environment=environment)
     invoice = Invoice.objects.filter(
         business=OuterRef("pk"), environment=environment, period=period
     )
     account = CodAccount.objects.filter(business=OuterRef("pk"), environment=environment)
-    return Business.objects.filter(pk=business).values_list(
+    return Business.objects.filter(pk=business.pk).values_list(
         ArraySubquery(vehicles.values("code")),
         ArraySubquery(vehicles.values("price_multiplier")),
         Subquery(wallet.values("balance")[:1]),

@@ -15,7 +15,7 @@ payout the COD account alone. So none waits for another in a circle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -28,6 +28,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import BillingModel, Business
+from billing.custody import Collection, record_collections
 from billing.models import (
     MAX_OWED,
     ZERO,
@@ -66,6 +67,7 @@ class CodDrop(Protocol):
     pk: object
     business_id: object
     environment: str
+    currency: str
     cod_amount: Decimal | None
 
 
@@ -92,11 +94,12 @@ class CodMove:
     reference: str = ""
     actor_id: int | None = None
     note: str = ""
+    courier_id: object = None  # COLLECTED: the courier who took the cash
 
 
 COD_FIELDS = (
     "account_id", "kind", "amount", "owed_after", "drop_id", "reference", "actor_id", "note",
-    "created_at",
+    "courier_id", "created_at",
 )  # fmt: skip
 
 
@@ -128,7 +131,7 @@ def _append(account: CodAccount, moves: list[CodMove], at: datetime) -> Decimal:
             raise CodExceedsOwed("More cash than an account can record.")
         rows.append((
             account.pk, move.kind, move.amount, owed, move.drop_id, move.reference,
-            move.actor_id, move.note, at,
+            move.actor_id, move.note, move.courier_id, at,
         ))  # fmt: skip
     insert_rows(CodEntry, COD_FIELDS, rows)
     kept = {name: getattr(account, name) + amount for name, amount in added.items()}
@@ -139,10 +142,16 @@ def _append(account: CodAccount, moves: list[CodMove], at: datetime) -> Decimal:
     return owed
 
 
-def collect_cod(*, drops: list[CodDrop], at: datetime) -> None:
+def collect_cod(
+    *, drops: list[CodDrop], at: datetime, couriers: Mapping[object, object] | None = None
+) -> None:
     """COLLECTED for each delivered drop with cash to collect, in the DELIVERED move's
-    transaction (tracking.lifecycle). The drops' rows are locked and each moves to DELIVERED
-    once; a second COLLECTED of a drop is refused by the unique index besides."""
+    transaction (tracking.lifecycle), naming the courier who took the cash (`couriers`: drop
+    id → courier id; none: the order had no courier), and the same COLLECTED on that
+    courier's cash account (billing.custody, docs/contract.md §23). The drops' rows are
+    locked and each moves to DELIVERED once; a second COLLECTED of a drop is refused by the
+    unique indexes besides."""
+    couriers = couriers or {}
     by_account: dict[tuple, list[CodDrop]] = {}
     for drop in drops:
         if drop.cod_amount:
@@ -151,8 +160,19 @@ def collect_cod(*, drops: list[CodDrop], at: datetime) -> None:
         return
     accounts = lock_cod_accounts(by_account)
     for key, collected in by_account.items():
-        moves = [CodMove(CodKind.COLLECTED, d.cod_amount, drop_id=d.pk) for d in collected]
+        moves = [
+            CodMove(CodKind.COLLECTED, d.cod_amount, drop_id=d.pk, courier_id=couriers.get(d.pk))
+            for d in collected
+        ]
         _append(accounts[key], moves, at)
+    record_collections(  # the cash accounts' locks after the COD accounts'
+        [
+            Collection(d.pk, couriers.get(d.pk), d.environment, d.currency, d.cod_amount)
+            for collected in by_account.values()
+            for d in collected
+        ],
+        at,
+    )
 
 
 def _amount(value) -> Decimal:

@@ -231,7 +231,8 @@ class CodAccount(models.Model):
     owed = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
     # The entries' sums by kind (positive), kept with owed by the one writer of entries
     # (billing.cod._append), so that GET /account reads three columns, not every entry ever
-    # written (docs/decisions.md, "COD totals kept"). Wider than MONEY: they only grow.
+    # written (docs/decisions.md, "COD totals are kept on the account, not summed per
+    # call"). Wider than MONEY: they only grow.
     collected_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
     remitted_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
     credited_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
@@ -267,6 +268,11 @@ class CodEntry(models.Model):
     amount = models.DecimalField(**MONEY)
     owed_after = models.DecimalField(**MONEY)
     drop = models.ForeignKey("orders.Drop", null=True, blank=True, on_delete=models.PROTECT)
+    # COLLECTED: the courier who took the cash (docs/contract.md §23); none when the drop's
+    # order had no courier (an operator's move), or for entries of other kinds.
+    courier = models.ForeignKey(
+        "couriers.Driver", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     reference = models.CharField(max_length=100, blank=True)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
@@ -297,3 +303,142 @@ class CodEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount} → {self.owed_after}"
+
+
+class CashKind(models.TextChoices):
+    COLLECTED = "COLLECTED", "Collected"
+    HANDED_OVER = "HANDED_OVER", "Handed over"
+    SHORTAGE = "SHORTAGE", "Shortage"
+
+
+class CourierCashAccount(models.Model):
+    """The cash one courier holds in one environment and currency (docs/contract.md §23).
+
+    `in_hand` is the sum of its append-only entries, never below zero; `courier_owes` the
+    sum of its shortages (positive): the courier's debt. No courier: the unattributed
+    account, cash collected on orders that had no courier (an operator's move), which the
+    cash desk shows. Its row is the custody lock (billing.custody). Made on first use.
+    """
+
+    courier = models.ForeignKey(
+        "couriers.Driver",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="cash_accounts",
+    )
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    currency = models.CharField(max_length=3)
+    in_hand = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
+    # The entries' sums by kind (positive), kept with in_hand by billing.custody._append.
+    collected_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
+    handed_over_total = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
+    courier_owes = models.DecimalField(**TOTAL, default=ZERO, db_default=ZERO)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "courier cash account"
+        verbose_name_plural = "cash desk"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["courier", "environment", "currency"],
+                condition=Q(courier__isnull=False),
+                name="courier_cash_account_once",
+            ),
+            models.UniqueConstraint(
+                fields=["environment", "currency"],
+                condition=Q(courier__isnull=True),
+                name="unattributed_cash_account_once",
+            ),
+            models.CheckConstraint(condition=Q(in_hand__gte=0), name="cash_in_hand_non_negative"),
+            models.CheckConstraint(
+                condition=Q(collected_total__gte=0, handed_over_total__gte=0, courier_owes__gte=0),
+                name="cash_totals_non_negative",
+            ),
+        ]
+        permissions = [("record_hand_over", "Can record a courier's cash hand-over (Cashier)")]
+
+    def __str__(self) -> str:
+        return f"{self.courier or 'Unattributed'} {self.environment} {self.currency} cash"
+
+
+class CourierCashEntry(models.Model):
+    """A signed movement of a courier's cash: a new row, never an edit. in_hand = sum(amount).
+
+    COLLECTED (+, one per delivered COD drop, with the COD ledger's COLLECTED), HANDED_OVER
+    (−, at the hub, with the cashier's receipt), SHORTAGE (−, counted less than expected:
+    the difference, with a note; the courier owes it).
+    """
+
+    account = models.ForeignKey(
+        CourierCashAccount, on_delete=models.PROTECT, related_name="entries"
+    )
+    kind = models.CharField(max_length=20, choices=CashKind.choices)
+    amount = models.DecimalField(**MONEY)
+    in_hand_after = models.DecimalField(**TOTAL)
+    drop = models.ForeignKey(
+        "orders.Drop", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    receipt = models.CharField(max_length=100, blank=True)
+    note = models.CharField(max_length=200, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = "courier cash entry"
+        verbose_name_plural = "courier cash entries"
+        indexes = [models.Index(fields=["account", "created_at"], name="cash_entry_when")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(in_hand_after__gte=0), name="cash_in_hand_after_non_negative"
+            ),
+            models.CheckConstraint(
+                condition=(Q(kind=CashKind.COLLECTED) & Q(amount__gt=0) & Q(drop__isnull=False))
+                | (Q(kind=CashKind.HANDED_OVER) & Q(amount__lt=0) & ~Q(receipt=""))
+                | (Q(kind=CashKind.SHORTAGE) & Q(amount__lt=0) & ~Q(note="")),
+                name="cash_entry_sign_by_kind",
+            ),
+            models.UniqueConstraint(
+                fields=["drop"],
+                condition=Q(kind=CashKind.COLLECTED),
+                name="cash_collected_once_per_drop",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount} → {self.in_hand_after}"
+
+
+class HubCashEntry(models.Model):
+    """Cash the hub holds that is no courier's: SURPLUS, counted more than a courier was
+    expected to bring (docs/contract.md §23). A new row, never an edit."""
+
+    environment = models.CharField(max_length=10, choices=Environment.choices)
+    currency = models.CharField(max_length=3)
+    kind = models.CharField(max_length=20, choices=[("SURPLUS", "Surplus")], default="SURPLUS")
+    amount = models.DecimalField(**MONEY)
+    courier = models.ForeignKey(
+        "couriers.Driver", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    receipt = models.CharField(max_length=100)
+    note = models.CharField(max_length=200, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = "hub cash entry"
+        verbose_name_plural = "hub cash entries"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="SURPLUS", amount__gt=0), name="hub_cash_surplus_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount}"

@@ -56,7 +56,8 @@ def approve(
     business.stage, business.approved_at = Stage.APPROVED, timezone.now()
     business.save()
     # An invoiced business's drops, sandbox ones too, go on invoices, never on its wallet:
-    # a credit there would be a balance nothing spends (docs/decisions.md, Issue 27).
+    # a credit there would be a balance nothing spends (docs/decisions.md, "The ledger's
+    # smaller rules").
     if billing_model == BillingModel.WALLET and settings.SANDBOX_STARTING_BALANCE > 0:
         post_wallet_entry(
             business=business,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.schema import BILLING_MODELS, ENVIRONMENTS
+from billing.inputs import CREDIT
 from billing.models import InvoiceStatus
 from core.openapi import EVERY_CALL, EVERY_POST, failure, money, operation, shape, success
 
@@ -81,11 +82,7 @@ ACCOUNT = operation(
 )
 
 
-class CodCreditIn(serializers.Serializer):
-    amount = serializers.RegexField(
-        r"^[0-9]{1,10}(\.[0-9]{1,2})?$",
-        help_text='Money string, e.g. "25.00": at least 0.01, at most `cod.owed`.',
-    )
+CodCreditIn = CREDIT.serializer()  # the body, from its one declaration (billing/inputs.py)
 
 
 class CodCredited(serializers.Serializer):

@@ -11,20 +11,18 @@ from config.guides import ATTACHMENT_PATH, guide_file, guide_markdown, guide_pag
 from core.api import envelope
 from core.handlers import unknown_path
 from core.openapi import DocsView, SchemaView
-from courier_app.api import CourierSessionViewSet, CourierViewSet
+from couriers.api import CourierSessionViewSet, CourierViewSet
 from events.api import EventViewSet, WebhookEndpointViewSet
 from fleet.api import VehicleTypeViewSet
 from geo.api import ServiceAreaViewSet
-from orders.api import BatchViewSet, OrderViewSet
-from tracking.api import OrderEditViewSet, OrderListViewSet, SandboxViewSet, TrackingViewSet
+from orders.api import BatchViewSet
+from tracking.api import ORDERS_ROUTES, SandboxViewSet
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # both /orders/bulk and /orders/bulk/ answer
-router.register("orders", OrderViewSet, basename="orders")
-router.register("orders", TrackingViewSet, basename="tracking")
-router.register("orders", OrderListViewSet, basename="order-list")
-# Last of the orders: its /orders/<drop_id> must not shadow /orders/bulk and the others.
-router.register("orders", OrderEditViewSet, basename="order-edit")
+# Every /orders route is tracking's (tracking/api.py), in the order they must be tried.
+for viewset, basename in ORDERS_ROUTES:
+    router.register("orders", viewset, basename=basename)
 router.register("sandbox/orders", SandboxViewSet, basename="sandbox")
 router.register("batches", BatchViewSet, basename="batches")
 router.register("account", AccountViewSet, basename="account")

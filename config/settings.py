@@ -99,7 +99,6 @@ INSTALLED_APPS = [
     "tracking",
     "dispatch",
     "notifications",
-    "courier_app",
     "dashboard",
     "console",
     # After core: of two apps with a command of the same name Django runs the one listed
@@ -256,7 +255,8 @@ WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 # Source maps are fetched only by a browser's developer tools: served as they are, not
 # compressed. Compressing them (brotli, at its best quality) was more than half of
-# collectstatic's time, on every deploy (docs/decisions.md, "Issue 28: suite speed").
+# collectstatic's time, on every deploy (docs/decisions.md, "Static files: no compressed
+# source maps, brotli switchable").
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
@@ -285,6 +285,11 @@ MAX_BODY_BYTES = env_int("MAX_BODY_BYTES", default=10 * 1024 * 1024, minimum=1)
 MAX_DROPS_PER_BATCH = env_int("MAX_DROPS_PER_BATCH", default=5000, minimum=1)
 # The most cash a courier collects for one drop (docs/contract.md §18, INVALID_COD).
 COD_MAX_AMOUNT = env_decimal("COD_MAX_AMOUNT", default="500.00", minimum=Decimal("0.01"), places=2)
+# A courier holding more cash than this is offered no COD order until they hand it over at
+# the hub (docs/contract.md §23).
+COURIER_CASH_LIMIT = env_decimal(
+    "COURIER_CASH_LIMIT", default="300.00", minimum=Decimal("0.00"), places=2
+)
 MAX_TRACKING_IDENTIFIERS = env_int("MAX_TRACKING_IDENTIFIERS", default=1000, minimum=1)
 MAX_ACTIVE_KEYS_PER_ENVIRONMENT = env_int("MAX_ACTIVE_KEYS_PER_ENVIRONMENT", default=10, minimum=1)
 SUPPORT_EMAIL = env.str("SUPPORT_EMAIL", default="support@example.com")

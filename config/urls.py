@@ -24,7 +24,7 @@ urlpatterns = [
     # slashes and odd bytes too, so every bad link gets the same 404 page.
     re_path(r"^t/(?P<token>[\s\S]*)\Z", tracking_page_view, name="tracking_page"),
     re_path(r"^pod/(?P<signed>[\s\S]*)\Z", delivery_photo_view, name="delivery_photo"),
-    path("courier/", include("courier_app.urls")),  # the courier app (docs/couriers.md)
+    path("courier/", include("couriers.urls")),  # the courier app (docs/couriers.md)
     # The MCP server for AI agents (docs/agents.md): Streamable HTTP, with or without a slash.
     path("mcp", mcp_endpoint, name="mcp"),
     path("mcp/", mcp_endpoint),

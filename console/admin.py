@@ -2,6 +2,7 @@
 
 from console import (  # noqa: F401 -- registers
     businesses,
+    cash,
     cod,
     couriers,
     coverage,
@@ -10,5 +11,6 @@ from console import (  # noqa: F401 -- registers
     history,
     money,
     orders,
+    pay,
     places,
 )

@@ -5,13 +5,12 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth.hashers import make_password
 
 from console.columns import ServiceTimesAdmin
-from couriers.services import courier_phone, deactivate_courier
+from couriers.models import Driver
+from couriers.services import courier_phone, deactivate_courier, set_courier_password
 from fleet.models import VehicleType
 from orders.decisions import phone_is_valid
-from orders.models import Driver
 
 
 class CourierForm(forms.ModelForm):
@@ -24,7 +23,7 @@ class CourierForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False),
         help_text="Set or replace the courier's password (at least "
         f"{settings.COURIER_MIN_PASSWORD} characters); leave empty to keep it. A new password "
-        "ends the courier's app sessions.",
+        "signs the courier out everywhere: every app session and token ends.",
     )
 
     class Meta:
@@ -50,11 +49,26 @@ class CourierForm(forms.ModelForm):
             raise forms.ValidationError(f"At least {minimum} characters.")
         return password
 
+    def clean(self) -> dict:
+        """The phone is the sign-in: a courier who can sign in (a password kept or set here)
+        may not share it with another who can. The database's constraint holds it too; this
+        says so on the form instead of failing the save."""
+        cleaned = super().clean()
+        phone = cleaned.get("phone")
+        signs_in = bool(cleaned.get("new_password") or self.instance.password)
+        others = (
+            Driver.objects.filter(phone=phone).exclude(password="").exclude(pk=self.instance.pk)
+        )
+        if phone and signs_in and others.exists():
+            self.add_error("phone", "Another courier signs in with this phone.")
+        return cleaned
+
 
 @admin.register(Driver)
 class DriverAdmin(ServiceTimesAdmin, admin.ModelAdmin):
-    """Couriers (docs/contract.md §20): made by operators; switching one off ends their app
-    sessions and tokens (couriers.services.deactivate_courier)."""
+    """Couriers (docs/contract.md §20): made by operators; a new password or switching one off
+    ends their app sessions and tokens (couriers.services: set_courier_password,
+    deactivate_courier)."""
 
     form = CourierForm
     list_display = ["name", "phone", "vehicle", "online", "active", "is_sandbox_test_driver"]
@@ -63,14 +77,16 @@ class DriverAdmin(ServiceTimesAdmin, admin.ModelAdmin):
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)
-        if not request.user.has_perm("orders.manage_courier"):
+        if not request.user.has_perm("couriers.manage_courier"):
             form.base_fields.pop("new_password", None)
         return form
 
     def save_model(self, request, obj, form, change) -> None:
+        # A change writes the form's fields only: the password and credential version read
+        # when the form opened must not overwrite a password set meanwhile.
+        obj.save(update_fields=CourierForm.Meta.fields if change else None)
         password = form.cleaned_data.get("new_password")
-        if password and request.user.has_perm("orders.manage_courier"):
-            obj.password = make_password(password)
-        super().save_model(request, obj, form, change)
+        if password and request.user.has_perm("couriers.manage_courier"):
+            set_courier_password(courier=obj, password=password)
         if not obj.active:
             deactivate_courier(courier=obj)

@@ -2,8 +2,9 @@
 of the couriers online and of the live orders waiting for one, most urgent first, and hand
 assignment; and the offers the dispatcher made, read-only.
 
-Looking needs `orders.view_drop`; giving an order by hand needs `orders.dispatch_drop`
-(without it the form is not shown, and a POST answers 403). The board's data is
+Looking needs `orders.view_drop`; giving an order by hand, or taking one back from its
+courier, needs `orders.dispatch_drop` (without it the forms are not shown, and a POST
+answers 403). The board's data is
 dispatch.board's; a hand assignment goes through dispatch.offers.assign_by_hand.
 """
 
@@ -26,11 +27,12 @@ from console.orders import _actor
 from core.admin import ReadOnlyAdmin
 from core.api import envelope, error_response
 from core.formats import iso_z
+from couriers.models import Driver
 from dashboard.templatetags.dashboard_tags import when_text
 from dispatch.board import Board, WaitingOrder, choices_for, read_board, refusal_of
 from dispatch.models import Offer
-from dispatch.offers import assign_by_hand
-from orders.models import Driver, Order
+from dispatch.offers import TakeBackRefused, assign_by_hand, take_back_order
+from orders.models import Order
 from tracking.page_data import map_tiles
 from tracking.services import DriverRefused
 
@@ -179,6 +181,36 @@ def assign_view(request: HttpRequest) -> HttpResponse:
     return back
 
 
+def take_back_view(request: HttpRequest) -> HttpResponse:
+    """POST order: take it back from its courier before pickup (dispatch.offers.
+    take_back_order), then back to the board with what happened said in a message."""
+    if not request.user.has_perm(DISPATCH):
+        raise PermissionDenied
+    back = redirect(reverse("dispatch_board"))
+    if request.method != "POST":
+        return back
+    try:
+        order = Order.objects.filter(pk=UUID(request.POST.get("order", ""))).first()
+    except ValueError:
+        order = None
+    if order is None:
+        messages.error(request, "Choose an order from the board. Nothing changed.")
+        return back
+    try:
+        taken = take_back_order(order=order, actor=_actor(request))
+    except TakeBackRefused as refused:
+        messages.error(request, f"Order of {order.pickup_name}: {refused}")
+        return back
+    courier = taken.courier
+    record(request, taken.moved, f"Taken back from courier {courier} (id {courier.pk}).")
+    messages.success(
+        request,
+        f"Order of {order.pickup_name}: {len(taken.moved)} drop(s) taken back from {courier}; "
+        "it waits for another courier.",
+    )
+    return back
+
+
 def _posted(request: HttpRequest) -> tuple[Order | None, Driver | None]:
     """The order and the courier the form names; None for one that is missing or unknown."""
     try:
@@ -199,4 +231,5 @@ urlpatterns = [
     path("", admin.site.admin_view(board_view), name="dispatch_board"),
     path("data/", board_data_view, name="dispatch_board_data"),
     path("assign/", admin.site.admin_view(assign_view), name="dispatch_board_assign"),
+    path("take-back/", admin.site.admin_view(take_back_view), name="dispatch_board_take_back"),
 ]

@@ -25,12 +25,12 @@ from console.columns import ServiceTimesAdmin, ServiceTimesInline
 from console.forms import DeliverForm, FailForm, ReturnForm
 from console.history import record, record_each
 from core.admin import GatedActionsAdmin, ReadOnlyAdmin
+from couriers.models import Driver
+from dispatch.offers import TakeBackRefused, take_back_order
 from orders.links import drop_tracking_url
 from orders.models import (
-    ACTIVE_STATUSES,
     Batch,
     DeliveryEvent,
-    Driver,
     Drop,
     DropStatus,
     FailureReason,
@@ -38,6 +38,7 @@ from orders.models import (
     Order,
     UndeliverableAction,
 )
+from orders.statuses import ACTIVE_STATUSES, TO_RETURN
 from tracking.lifecycle import MoveResult, Outcome
 from tracking.proof import photo_url
 from tracking.services import DriverRefused, move_drops_as_operator, store_proof_photo
@@ -266,6 +267,30 @@ def assign_driver(
     _report(request, result, f"assigned to {driver}")
     record(request, result.moved, f"Assigned to driver {driver} (id {driver.pk}).")
     return None
+
+
+@admin.action(
+    description="Take back from courier (not picked up → PENDING)", permissions=["dispatch"]
+)
+def take_back(modeladmin: DispatchAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    """Each selected order taken back from its courier before pickup, to wait for another
+    (dispatch.offers.take_back_order); a refusal is said per order, the others go ahead."""
+    for order in queryset.order_by("created_at", "pk"):
+        try:
+            taken = take_back_order(order=order, actor=_actor(request))
+        except TakeBackRefused as refused:
+            messages.error(request, f"Order of {order.pickup_name}: {refused}")
+            continue
+        record(
+            request,
+            taken.moved,
+            f"Taken back from courier {taken.courier} (id {taken.courier.pk}).",
+        )
+        messages.success(
+            request,
+            f"Order of {order.pickup_name}: {len(taken.moved)} drop(s) taken back from "
+            f"{taken.courier}; it waits for another courier.",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,6 +544,7 @@ class OrderAdmin(DispatchAdmin):
     list_filter = [WaitingForDriverFilter, "environment", "drops__status"]
     search_fields = ["id", "business__name", "drops__client_order_id"]
     inlines = [DropInline]
+    actions = [*DispatchAdmin.actions, take_back]
 
     def drops_of(self, queryset: QuerySet[Order]) -> QuerySet[Drop]:
         """The selected orders' drops still on their way (an action moves no finished one)."""
@@ -526,9 +552,7 @@ class OrderAdmin(DispatchAdmin):
 
     def returns_of(self, queryset: QuerySet[Order]) -> QuerySet[Drop]:
         """The selected orders' drops that failed or are on their way back."""
-        return Drop.objects.filter(
-            order__in=queryset, status__in=[DropStatus.FAILED, DropStatus.RETURNING]
-        )
+        return Drop.objects.filter(order__in=queryset, status__in=TO_RETURN)
 
 
 @admin.register(Drop)

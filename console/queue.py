@@ -65,9 +65,9 @@ def waiting_for_driver() -> QuerySet[Order]:
     leaves it when a driver is assigned (ASSIGNED) or it is cancelled. Only live orders
     wait for an operator: the sandbox test driver moves sandbox ones by itself.
     """
-    # No index of its own (none on the write path, issue 18): PENDING drops are active ones,
-    # which the partial index client_order_id_active_once holds without the finished ones,
-    # and the listing index leads with the business (docs/decisions.md, issue 27).
+    # No index of its own (docs/decisions.md, "Drops carry only the indexes a query uses"):
+    # PENDING drops are active ones, which the partial index client_order_id_active_once
+    # holds without the finished ones, and the listing index leads with the business.
     pending = Drop.objects.filter(
         business__in=Business.objects.filter(live_enabled_at__isnull=False).values("pk"),
         environment=Environment.LIVE,

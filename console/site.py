@@ -9,10 +9,22 @@ from django.http import HttpRequest
 from django.urls import re_path, reverse
 
 # Sections of the index that gather models of several apps: section label -> its name and
-# the models in it ("app_label.model_name"). The courier is orders.Driver, what it rides is
-# fleet's; an operator looking for couriers should find both in one place.
+# the models in it ("app_label.model_name"). The courier is couriers.Driver, what it rides is
+# fleet's, what it earns its pay plans; an operator looking for couriers finds all in one place.
 SECTIONS: dict[str, tuple[str, frozenset[str]]] = {
-    "couriers": ("Couriers", frozenset({"orders.driver", "fleet.vehicletype"})),
+    "couriers": (
+        "Couriers",
+        frozenset(
+            {
+                "couriers.driver",
+                "couriers.payplan",
+                "fleet.vehicletype",
+                # The cash desk (console/cash.py, docs/contract.md §23).
+                "billing.couriercashaccount",
+                "billing.hubcashentry",
+            }
+        ),
+    ),
 }
 _SECTION_OF = {model: label for label, (_, models) in SECTIONS.items() for model in models}
 

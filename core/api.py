@@ -59,12 +59,6 @@ def malformed_json(message: str) -> ApiError:
     return ApiError(400, "MALFORMED_JSON", message)
 
 
-def view_of(request) -> Any:
-    """The DRF view a request is dispatched to (None before DRF has wrapped the request):
-    authentication asks it what to count and what to read beside the key."""
-    return (getattr(request, "parser_context", None) or {}).get("view")
-
-
 def json_body(request) -> Any:
     """The parsed JSON body of a DRF request; an empty body is not JSON (docs/contract.md §3)."""
     if not request.body:

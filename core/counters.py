@@ -81,21 +81,6 @@ def counts_with_rows() -> bool:
     return connections[router.db_for_write(RateCounter)].vendor == "postgresql"
 
 
-# How a query read beside the counted row (count_with_row's `beside`) names that row's
-# columns: SUBJECT.c0, SUBJECT.c1, … in the order of the row's query.
-SUBJECT = "subject"
-
-
-@dataclass(frozen=True, slots=True)
-class Counted:
-    """What count_with_row found: the row (None when there is none, and then nothing else),
-    the counter's window, and the rows read beside (None when nothing was asked)."""
-
-    row: tuple | None
-    window: Window | None
-    beside: list[tuple] | None = None
-
-
 def count_with_row(
     prefix: str,
     period: int,
@@ -104,18 +89,13 @@ def count_with_row(
     *,
     width: int,
     now: float | None = None,
-    beside: tuple[str, Sequence, int] | None = None,
-) -> Counted:
+) -> tuple[tuple | None, Window | None]:
     """The first row of the query `row` (SQL with `params`, `width` columns) and, only when
     there is one, one hit of the counter `prefix` + the text of its first column, in one
-    statement. For a counter named by a row that is read on every call anyway (an API key's:
-    accounts.auth); only where counts_with_rows().
-
-    `beside`: the SQL, params and number of columns of a query that the same statement runs
-    for the row found (not at all when there is none), which may name the row's columns as
-    SUBJECT.c0, …: its rows, in no promised order, come back in Counted.beside.
+    statement: (None, None) when there is no row. For a counter named by a row that is read
+    on every call anyway (an API key's: accounts.auth); only where counts_with_rows().
     """
-    return DATABASE.count_with_row(prefix, period, row, params, width, _ms(now), beside)
+    return DATABASE.count_with_row(prefix, period, row, params, width, _ms(now))
 
 
 def live_hits(keys: list[str], now: float | None = None) -> dict[str, int]:
@@ -168,64 +148,25 @@ class DatabaseStore:
         return Window(hits=counted, ends_at=window_end_ms / 1000)
 
     def count_with_row(
-        self,
-        prefix: str,
-        period: int,
-        row: str,
-        params: Sequence,
-        width: int,
-        now_ms: int,
-        beside: tuple[str, Sequence, int] | None = None,
-    ) -> Counted:
+        self, prefix: str, period: int, row: str, params: Sequence, width: int, now_ms: int
+    ) -> tuple[tuple | None, Window | None]:
         connection = connections[router.db_for_write(RateCounter)]
         names = [f"c{i}" for i in range(width)]
         # The row's query as a CTE whose columns are named c0, c1, …; the upsert counts from
         # it, so it counts nothing when the row is not there; the row comes back with the
         # window beside it. A data-modifying CTE runs once, whether or not it is read.
-        upsert = self._counting(
-            connection, f"SELECT %s || {SUBJECT}.c0::text, %s, 1 FROM {SUBJECT}"
+        upsert = self._counting(connection, "SELECT %s || subject.c0::text, %s, 1 FROM subject")
+        sql = (
+            f"WITH subject ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
+            "SELECT subject.*, hit.* FROM subject LEFT JOIN hit ON true"
         )
-        params = [*params, prefix, now_ms + period * 1000, now_ms, now_ms]
-        head = f"WITH {SUBJECT} ({', '.join(names)}) AS ({row}), hit AS ({upsert}) "
-        found_row = f" FROM {SUBJECT} LEFT JOIN hit ON true"
-        if beside is None:
-            sql = f"{head}SELECT {SUBJECT}.*, hit.*{found_row}"
-        else:
-            sql, params = f"{head}{self._beside(found_row, width, beside)}", [*params, *beside[1]]
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            found = cursor.fetchall()
-        if beside is not None:
-            return self._parted(found, width)
-        if not found:
-            return Counted(None, None)
-        *values, window_end_ms, counted = found[0]
-        return Counted(tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000))
-
-    @staticmethod
-    def _beside(found_row: str, width: int, beside: tuple[str, Sequence, int]) -> str:
-        """The SELECT of count_with_row's statement with `beside` read for the row found
-        (LATERAL: it may name the row's columns). First the row, then a NULL for each of the
-        query's columns; then each of the query's rows, after a NULL for each of the row's
-        columns and `true`: the row's columns are not repeated on each row read beside it."""
-        query, _, columns = beside
-        nulls = ", ".join(["NULL"] * columns)
-        padding = ", ".join(["NULL"] * (width + 2))  # the row and its window
-        return (
-            f"SELECT {SUBJECT}.*, hit.*, NULL AS beside, {nulls}{found_row} UNION ALL "
-            f"SELECT {padding}, true, q.* FROM {SUBJECT} CROSS JOIN LATERAL ({query}) q"
-        )
-
-    @staticmethod
-    def _parted(found: list[tuple], width: int) -> Counted:
-        """_beside's rows apart: the row (its `beside` NULL) and the rows read beside it."""
-        rows = [row[width + 3 :] for row in found if row[width + 2]]
-        for row in found:
-            if row[width + 2] is None:
-                *values, window_end_ms, counted = row[: width + 2]
-                window = Window(hits=counted, ends_at=window_end_ms / 1000)
-                return Counted(tuple(values), window, rows)
-        return Counted(None, None, [])
+            cursor.execute(sql, [*params, prefix, now_ms + period * 1000, now_ms, now_ms])
+            found = cursor.fetchone()
+        if found is None:
+            return None, None
+        *values, window_end_ms, counted = found
+        return tuple(values), Window(hits=counted, ends_at=window_end_ms / 1000)
 
     @staticmethod
     def _counting(connection, rows: str) -> str:

@@ -34,5 +34,6 @@ def claim(obj: Model, *, unique: tuple[str, ...], where: str = "") -> Any | None
         row = cursor.fetchone()
     if row is None:
         return None
-    obj.pk = meta.pk.to_python(row[0])
+    (pk,) = row  # the RETURNING's one column
+    obj.pk = meta.pk.to_python(pk)
     return obj.pk

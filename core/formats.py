@@ -46,7 +46,8 @@ def money(value: Decimal | None) -> str | None:
 
 class MoneyTexts(dict):
     """money() of each amount met so far: a batch's thousand prices are a few dozen
-    amounts, and a dict lookup costs a third of formatting one (docs/decisions.md, issue 34).
+    amounts, and a dict lookup costs a third of formatting one (docs/decisions.md, "The
+    answer is built once, stored compressed with lz4, and replayed as bytes").
     For amounts of at least zero: -0 and 0 are one key."""
 
     def __missing__(self, value: Decimal) -> str:

@@ -71,12 +71,12 @@ class MoneyText(Func):
 
 
 class TimeText(Func):
-    """A timestamp as the database writes it, as text: on PostgreSQL
-    `2026-11-23 08:55:47.848225+00` (ISO DateStyle, which psycopg needs anyway, and the
-    connection's UTC; cast in the SQL, so any cursor reads it as text), on SQLite as stored.
-    core.formats.WireTimes turns each distinct value into iso_z's form once: the drops of a
-    batch share theirs, and the server's own output costs a third of to_char's
-    (docs/decisions.md, issue 18)."""
+    """A timestamp as the database writes it, for core.reads.driver_rows, which reads it as
+    text: on PostgreSQL `2026-11-23 08:55:47.848225+00` (ISO DateStyle, which psycopg needs
+    anyway, and the connection's UTC), on SQLite as stored. core.formats.WireTimes turns each
+    distinct value into iso_z's form once: the drops of a batch share theirs, and the
+    server's own output costs a third of to_char's (docs/decisions.md, "Tracking entries are
+    built from the driver's tuples and the server's text")."""
 
     output_field = TextField()
     arity = 1
@@ -85,13 +85,6 @@ class TimeText(Func):
     def as_sqlite(self, compiler, connection, **extra):
         # A plain column would meet Django's converter for its declared type (a datetime).
         return self.as_sql(compiler, connection, template="CAST(%(expressions)s AS TEXT)", **extra)
-
-    def as_postgresql(self, compiler, connection, **extra):
-        # The server's own text of it (the same output function), whatever loaders the
-        # reading cursor has: read beside an API key (accounts.auth.BesideKey), a time is
-        # read by a cursor that loads the key's own times as datetimes. ~0.3 ms of tracking
-        # 1000 ids (docs/decisions.md, "a view's first read made by the key's statement").
-        return self.as_sql(compiler, connection, template="(%(expressions)s)::text", **extra)
 
 
 class MoneySum(Sum):

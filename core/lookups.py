@@ -4,7 +4,8 @@
 one. `= ANY(%s)` with a Python list sends a single array, but psycopg still builds its text
 element by element in Python: ~3 ms for 1000 ids, more than finding their rows. So the list
 goes as one text, its values joined by a separator, which PostgreSQL splits
-(docs/decisions.md, issue 18); a list whose values hold the separator goes as JSON.
+(docs/decisions.md, "Hot statements are prepared on their connection"); a list whose values
+hold the separator goes as JSON.
 Other databases fall back to IN.
 
 `field__among=(...)`: the opposite, for a fixed set of the code's own constants: written
@@ -40,7 +41,8 @@ class Any(Lookup):
             # One value is compared as one: a prepared statement's generic plan then costs
             # what a plan for the value would, so the server keeps it instead of planning
             # every call afresh (a list's length is unknown to a generic plan, which prices
-            # it as ten: docs/decisions.md, issue 34).
+            # it as ten: docs/decisions.md, "Hot statements are prepared on their
+            # connection").
             return f"{lhs} = %s{cast}", [*lhs_params, values]
         if form == "text":
             # string_to_array of a bound value is folded when the statement is planned, so
@@ -60,8 +62,9 @@ class Among(Lookup):
     literals. A statement prepared on its connection (config/settings.py: prepare_threshold)
     may be run with a generic plan, planned once for any parameters: with the constants as
     parameters, that plan cannot use the partial index and reads the whole table
-    (docs/decisions.md, issue 34). Only words of letters, digits and underscores are accepted,
-    so nothing from outside can reach the SQL this way."""
+    (docs/decisions.md, "Hot statements are prepared on their connection"). Only words of
+    letters, digits and underscores are accepted, so nothing from outside can reach the SQL
+    this way."""
 
     lookup_name = "among"
     prepare_rhs = False

@@ -1,4 +1,5 @@
-"""The serving process's heap, settled once it is loaded (docs/decisions.md, issue 34).
+"""The serving process's heap, settled once it is loaded (docs/decisions.md, "The serving
+process freezes its loaded heap and collects less often").
 
 CPython's cyclic garbage collector now and then walks every object the process holds (a
 full, oldest-generation collection): Django, DRF and our modules are ~130,000 of them,
@@ -13,8 +14,8 @@ instead of CPython's 700 (and each older one after 20 of the younger, not 10): a
 allocates hundreds of thousands, so at 700 the collector ran hundreds of times a call, and
 the small calls served after a batch paid for its collections. Measured through gunicorn
 (bench/small_calls.py, four runs of each in turn): `GET /account` 1.93–2.06× the floor →
-1.80–1.82×, tracking 20 ids 2.63–2.73× → 2.44–2.49× (docs/decisions.md, issue 34). What
-waits longer to be collected is only cyclic garbage, a few MB at most.
+1.80–1.82×, tracking 20 ids 2.63–2.73× → 2.44–2.49×. What waits longer to be collected is
+only cyclic garbage, a few MB at most.
 """
 
 from __future__ import annotations

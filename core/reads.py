@@ -4,7 +4,8 @@ Django's own iteration converts every value of every row (and rebuilds a row wit
 column); a read whose columns are already in their wire form (core/functions.py) needs none
 of that. On PostgreSQL the rows are streamed in chunks (libpq's chunked rows mode), so
 turning one chunk into tuples overlaps with the server finding the next: ~2 ms of 1000
-tracking entries (docs/decisions.md, issue 18). Times arrive as the text the server wrote
+tracking entries (docs/decisions.md, "Tracking entries are built from the driver's tuples
+and the server's text"). Times arrive as the text the server wrote
 (core.functions.TimeText), not as datetimes.
 
 A read made on every request can keep the SQL Django compiled for it (rows_compiled_once):
@@ -12,7 +13,8 @@ building and compiling a query of twenty expressions costs Django more than Post
 takes to run it. A read its caller expects to be small (a page, a handful of ids) is
 executed instead of streamed, so psycopg prepares it on the connection after its fifth
 run (config/settings.py: prepare_threshold) and the server no longer plans it per call; a
-stream is always planned afresh (docs/decisions.md, issue 34).
+stream is always planned afresh (docs/decisions.md, "Hot statements are prepared on their
+connection").
 
 These reads go where the router sends the application's reads (core/replica.py): to the
 replica inside a lag-tolerant view, else to the primary.

@@ -46,4 +46,7 @@ SCHEDULE: dict[str, timedelta] = {
     # Closes only months that have ended: hourly issues them within the hour after a month
     # ends in TIME_ZONE (slots are cut in UTC), and costs one indexed query otherwise.
     "billing.tasks.close_invoices": HOUR,
+    # Every cent collected is in a courier's hand, handed over or owed (docs/contract.md §23):
+    # a breach is logged at ERROR.
+    "billing.tasks.check_custody": HOUR,
 }

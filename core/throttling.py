@@ -27,7 +27,6 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework.throttling import BaseThrottle
 
 from core import counters
-from core.api import view_of
 from core.strict_env import parse_rate
 
 logger = logging.getLogger(__name__)
@@ -101,7 +100,7 @@ def counter_of(scope: str, key_id) -> str:
 def hit_ahead(request) -> Hit | None:
     """The hit this DRF request counts if its key is valid: its view is limited by
     ApiKeyRateThrottle. None otherwise."""
-    view = view_of(request)
+    view = (getattr(request, "parser_context", None) or {}).get("view")
     if view is None or not any(issubclass(t, ApiKeyRateThrottle) for t in view.throttle_classes):
         return None
     scope = _scope_of(view)

@@ -3,7 +3,8 @@
 Django registers its own loader for `timestamptz` on every PostgreSQL connection (a subclass
 of psycopg's pure-Python loader that replaces the result's tzinfo with the connection's), so
 every timestamp the ORM reads is parsed in Python: ~13 µs each, 0.25 ms for a page of 20
-drops' keys and a few hundredths of every call's key read (docs/decisions.md, issue 34).
+drops' keys and a few hundredths of every call's key read (docs/decisions.md, "Timestamps
+are parsed by psycopg's C loader").
 With USE_TZ the connection's time zone is UTC, and so is the session's (Django sets it), so
 psycopg's C loader gives the same datetimes, `tzinfo=datetime.timezone.utc`, ~12 µs sooner.
 The loader keeps Django's `timezone` attribute, which Django compares with its own before

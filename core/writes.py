@@ -7,7 +7,8 @@ itself, so the pipeline hands us plain tuples and PostgreSQL gets them through C
 
 The COPY text is made here, not by psycopg's Copy.write_row: write_row looks up a dumper
 for every value of every row, which for a 1000-drop batch took ~7 ms against ~1.5 ms for
-one f-string per row compiled for the table's columns (docs/decisions.md, issue 18).
+one f-string per row compiled for the table's columns (docs/decisions.md, "Drops are written
+with COPY through a compiled encoder, streamed in chunks").
 """
 
 from __future__ import annotations
@@ -83,8 +84,9 @@ def insert_chunks(
 
     On PostgreSQL each chunk is sent as soon as it is made, into one COPY: the server stores
     one chunk while the caller builds the next, so making the rows and storing them overlap
-    on two cores instead of taking turns (docs/decisions.md, issue 18). A chunk builder
-    that raises aborts the COPY, and the error is the builder's. No rows, no statement.
+    on two cores instead of taking turns (docs/decisions.md, "Drops are written with COPY
+    through a compiled encoder, streamed in chunks"). A chunk builder that raises aborts
+    the COPY, and the error is the builder's. No rows, no statement.
     """
     if connection.vendor != "postgresql":
         objects = [model(**dict(zip(fields, row, strict=True))) for c in chunks for row in c]
@@ -188,12 +190,12 @@ def update_rows(model: type[Model], fields: tuple[str, ...], rows: Sequence[tupl
 
     PostgreSQL gets one UPDATE … FROM unnest(one array per column): Django's bulk_update
     builds a CASE per field with a WHEN per row, whose making cost ~1.6 ms a row (500
-    orders' 2,750 drops: 4.4 s; docs/decisions.md, issue 32). Elsewhere bulk_update.
+    orders' 2,750 drops: 4.4 s, bench/dispatch.py). Elsewhere bulk_update.
     """
     if not rows:
         return 0
     if connection.vendor != "postgresql":
-        objects = [model(pk=row[0], **dict(zip(fields, row[1:], strict=True))) for row in rows]
+        objects = [model(pk=pk, **dict(zip(fields, values, strict=True))) for pk, *values in rows]
         return model.objects.bulk_update(objects, fields)
     meta = model._meta
     columns = [meta.pk, *(meta.get_field(name) for name in fields)]

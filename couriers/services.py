@@ -1,7 +1,8 @@
 """Couriers (docs/contract.md §20): provisioning, sign-in tokens, online status, positions.
 
-A courier is an orders.Driver with a password. The app and the API above (courier_app)
-call these; tracking reads the positions (couriers.selectors).
+A courier is a couriers.Driver with a password. The app's pages and API (couriers/pages.py,
+couriers/api.py) call these; tracking and dispatch, below, read the positions through the
+model's name (orders/couriers.py).
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
 from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from accounts import ratelimit
 from accounts.keys import COURIER_TOKEN_PREFIX, digest_of
 from core.writes import insert_rows
-from couriers.models import CourierPoint, CourierPosition, CourierToken
+from couriers.models import CourierPoint, CourierPosition, CourierToken, Driver
+from dispatch.offers import decline_offer, open_offer_of
 from fleet.models import VehicleType
 from orders.decisions import phone_is_valid
-from orders.models import Driver
+from orders.models import Drop
+from tracking.courier_events import record_positions
 
 TOKEN_PREFIX = COURIER_TOKEN_PREFIX
 TOKEN_PATTERN = re.compile(rf"{TOKEN_PREFIX}[A-Za-z0-9]{{40}}\Z")
@@ -47,15 +52,19 @@ def provision_courier(*, name: str, phone: str, vehicle: str, password: str) -> 
         raise CourierRefused("The phone must be in E.164 form, such as +85512345678.")
     if not VehicleType.objects.filter(code=vehicle, active=True).exists():
         raise CourierRefused(f"{vehicle!r} is not an active vehicle type's code.")
-    if len(password) < settings.COURIER_MIN_PASSWORD:
-        raise CourierRefused(
-            f"The password must be at least {settings.COURIER_MIN_PASSWORD} characters."
-        )
+    _check_password_length(password)
     with transaction.atomic():
         if Driver.objects.filter(phone=phone).exclude(password="").exists():
             raise CourierRefused(f"A courier already signs in with {phone}.")
         return Driver.objects.create(
             name=name, phone=phone, vehicle=vehicle, password=make_password(password)
+        )
+
+
+def _check_password_length(password: str) -> None:
+    if len(password) < settings.COURIER_MIN_PASSWORD:
+        raise CourierRefused(
+            f"The password must be at least {settings.COURIER_MIN_PASSWORD} characters."
         )
 
 
@@ -103,15 +112,35 @@ def sign_in(*, phone: str, password: str, address: str) -> SignIn:
     return SignIn(courier)
 
 
+def credential_stamp(courier: Driver) -> str:
+    """What every app session and token of the courier carries from its sign-in, compared on
+    each request: a keyed hash of the password hash and the credential version. A new
+    password changes it by itself, whatever code writes it (as Django's session auth hash);
+    set_courier_password and deactivate_courier also move the version, so a password set
+    back, or a courier switched off and on again, does not bring old sign-ins back."""
+    # Version 0 hashes the password alone, with the salt the app had before it joined
+    # couriers: phones signed in before credential versions existed stay in.
+    version = str(courier.credential_version or "")
+    return salted_hmac("courier_app.session", courier.password + version).hexdigest()
+
+
+def stamp_matches(stamp: str, courier: Driver) -> bool:
+    return bool(stamp) and constant_time_compare(stamp, credential_stamp(courier))
+
+
 def issue_token(*, courier: Driver) -> str:
-    """A new bearer token for the courier; only its digest is kept."""
+    """A new bearer token for the courier; only its digest is kept, with the courier's
+    credential stamp."""
     token = TOKEN_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(40))
-    CourierToken.objects.create(courier=courier, digest=digest_of(token))
+    CourierToken.objects.create(
+        courier=courier, digest=digest_of(token), stamp=credential_stamp(courier)
+    )
     return token
 
 
-def courier_for_token(token: str) -> Driver | None:
-    """The active courier holding this token, or None (unknown, or the courier deactivated)."""
+def token_for(token: str) -> CourierToken | None:
+    """The token row of an active courier for this bearer token, with its courier; None when
+    it is unknown, revoked, the courier deactivated or their credentials changed since."""
     if not TOKEN_PATTERN.match(token):
         return None
     # A unique digest: no ORDER BY (first() would add one) on the path every phone takes.
@@ -123,28 +152,59 @@ def courier_for_token(token: str) -> Driver | None:
         ),
         None,
     )
-    if found is None:
+    if found is None or not stamp_matches(found.stamp, found.courier):
         return None
     now = timezone.now()
     if found.last_used_at is None or now - found.last_used_at >= LAST_USED_RESOLUTION:
         CourierToken.objects.filter(pk=found.pk).update(last_used_at=now)
-    return found.courier
+    return found
+
+
+def revoke_token(*, token_id: int) -> None:
+    """DELETE /courier/session with a token: that token stops working; the courier's other
+    tokens and sessions are untouched."""
+    CourierToken.objects.filter(pk=token_id).delete()
+
+
+def _end_credentials(courier: Driver, **changes) -> None:
+    """Apply `changes` to the courier, move the credential version on and delete every token,
+    in the caller's transaction: after it, nothing signed in before works (credential_stamp)."""
+    Driver.objects.filter(pk=courier.pk).update(
+        credential_version=F("credential_version") + 1, **changes
+    )
+    CourierToken.objects.filter(courier_id=courier.pk).delete()
+    courier.refresh_from_db(fields=["credential_version", *changes])
+
+
+def set_courier_password(*, courier: Driver, password: str) -> None:
+    """A new password (the console's courier form): every token and app session of the courier
+    ends in the same transaction; they sign in again with the new one."""
+    _check_password_length(password)
+    with transaction.atomic():
+        _end_credentials(courier, password=make_password(password))
 
 
 def deactivate_courier(*, courier: Driver) -> None:
-    """The courier stops: off line, every token gone; sessions check `active` on each request."""
+    """The courier stops: offline (as set_online goes, so an open offer is declined), every
+    token and app session ended (switched on again, they sign in again)."""
     with transaction.atomic():
-        Driver.objects.filter(pk=courier.pk).update(active=False, online=False)
-        CourierToken.objects.filter(courier=courier).delete()
-    courier.active, courier.online = False, False
+        set_online(courier=courier, online=False)
+        _end_credentials(courier, active=False)
 
 
+@transaction.atomic
 def set_online(*, courier: Driver, online: bool) -> bool:
-    """Go online or offline; the same status twice changes nothing. The status now."""
+    """Go online or offline: the one way a courier's status changes (the API's
+    POST /courier/status, the app's button, deactivation). The same status twice changes
+    nothing. Going offline declines the open offer (dispatch.offers), so the order goes to
+    someone who is there instead of waiting out its time. The status now."""
     if courier.online != online:
         now = timezone.now()
         Driver.objects.filter(pk=courier.pk).update(online=online, online_changed_at=now)
         courier.online, courier.online_changed_at = online, now
+    offer = None if online else open_offer_of(courier)
+    if offer is not None:
+        decline_offer(courier=courier, offer_id=offer.pk)
     return courier.online
 
 
@@ -234,6 +294,22 @@ def _store_latest(courier_id: int, newest: Point) -> datetime | None | object:
         },
     )
     return None if stored is None else stored.at
+
+
+def report_courier_position(*, courier_id: int, now: datetime) -> int:
+    """One order.courier_position per order of the courier with a drop on the way, unless
+    one went out in the last COURIER_EVENT_SECONDS; how many. The claim is one conditional
+    UPDATE of the courier's position row, so two posts at once send one set of events."""
+    since = now - timedelta(seconds=settings.COURIER_EVENT_SECONDS)
+    with transaction.atomic():
+        claimed = (
+            CourierPosition.objects.filter(courier_id=courier_id)
+            .filter(Q(event_at__isnull=True) | Q(event_at__lte=since))
+            .update(event_at=now)
+        )
+        if not claimed:
+            return 0
+        return record_positions(Drop.objects.filter(order__driver_id=courier_id), now=now)
 
 
 def prune_trail(*, now: datetime | None = None) -> int:

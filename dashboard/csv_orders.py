@@ -278,7 +278,7 @@ def checked_batch(orders_file: OrdersFile, *, environment: str) -> BatchIn:
             else:
                 problems.append(problem_at(detail["field"], detail["message"], orders_file))
     if environment == Environment.LIVE:
-        # The API's rule for live keys (orders.api.batch_of), whatever else is wrong.
+        # The API's rule for live keys (tracking.api.batch_of), whatever else is wrong.
         message = "sandbox_scenario is for the sandbox only: leave it empty for live orders."
         problems += [
             Problem((row,), "sandbox_scenario", message)

@@ -27,15 +27,9 @@ from notifications.models import Channel as NotificationChannel
 from notifications.texts import SMS_MAX_CHARS, TemplateError
 from notifications.texts import check as check_template
 from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL
-from orders.models import (
-    INITIAL_STATUSES,
-    Batch,
-    Drop,
-    DropStatus,
-    UndeliverableAction,
-    WindowStatus,
-)
-from tracking.lifecycle import ADVANCE_TARGETS, HAPPY_PATH
+from orders.models import Batch, Drop, DropStatus, UndeliverableAction, WindowStatus
+from orders.statuses import EDITABLE_LOCATION, HAPPY_PATH, RETURN_PATH
+from tracking.lifecycle import ADVANCE_TARGETS
 
 
 def _column_length(model, field_name: str) -> int:
@@ -194,7 +188,7 @@ class EnvironmentFilterForm(forms.Form):
 
 
 # In lifecycle order, then FAILED and the way back, so the menu reads like the delivery it drives.
-_ADVANCE_ORDER = [*HAPPY_PATH, DropStatus.FAILED, DropStatus.RETURNING, DropStatus.RETURNED]
+_ADVANCE_ORDER = [*HAPPY_PATH, *RETURN_PATH]
 
 
 class AdvanceForm(forms.Form):
@@ -349,7 +343,7 @@ class OrderEditForm(forms.Form):
             # judged by the service as the drop is now (a stale page gets its refusal).
             if data is None:
                 field.disabled = name in BEFORE_PICKUP_FIELDS and drop.status not in (
-                    INITIAL_STATUSES
+                    EDITABLE_LOCATION
                 )
             else:
                 field.disabled = name not in data

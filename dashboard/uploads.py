@@ -1,4 +1,4 @@
-"""Orders from a spreadsheet (issue 16): a CSV upload becomes one batch through the same
+"""Orders from a spreadsheet: a CSV upload becomes one batch through the same
 pipeline as POST /orders/bulk, answered row by row; and the CSV template to start from.
 
 The file's bytes decide its Idempotency-Key and client_batch_id (dashboard/csv_orders.py),

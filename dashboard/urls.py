@@ -64,14 +64,17 @@ urlpatterns = [
     # Orders.
     path("orders/", orders.orders, name="orders"),
     path("orders/export/", orders.orders_export, name="orders_export"),
+    path("orders/labels.pdf", orders.orders_labels, name="orders_labels"),
     path("orders/<uuid:pk>/", orders.order_detail, name="order"),
     path("orders/<uuid:pk>/cancel/", orders.order_cancel, name="order_cancel"),
     path("orders/<uuid:pk>/edit/", orders.order_edit, name="order_edit"),
+    path("orders/<uuid:pk>/label.pdf", orders.order_label, name="order_label"),
     # Orders from a spreadsheet (dashboard/uploads.py).
     path("orders/upload/", orders_upload, name="orders_upload"),
     path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),
     path("batches/", orders.batches, name="batches"),
     path("batches/<uuid:pk>/", orders.batch_page, name="batch"),
+    path("batches/<uuid:pk>/labels.pdf", orders.batch_labels_pdf, name="batch_labels"),
     # The sandbox console.
     path("sandbox/", sandbox.sandbox, name="sandbox"),
     path("sandbox/sample-batch/", sandbox.sandbox_send_sample, name="sandbox_send_sample"),

@@ -22,11 +22,13 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Environment
-from couriers.selectors import ORDER_STILL_TO_CARRY
+from billing.custody import cash_limit_refusal, couriers_over_cash_limit, over_cash_limit
 from dispatch.dispatcher import AT_RISK
 from dispatch.models import Offer, OfferStatus
 from geo.geometry import DistancesFrom
-from orders.models import Driver, Drop, DropStatus, Order
+from orders.couriers import ORDER_STILL_TO_CARRY, Courier, courier_model
+from orders.models import Drop, DropStatus, Order
+from orders.statuses import NOT_PICKED_UP
 
 # The page and its data view show at most this many of each; past it they say how many wait.
 MAX_ORDERS = 200
@@ -62,6 +64,7 @@ class WaitingOrder:
     at_risk: bool  # a waiting drop's window is at risk
     window_end: datetime | None  # the earliest window end of its waiting drops
     offer: OpenOffer | None
+    cod: bool = False  # a waiting drop has cash to collect (docs/contract.md §23)
 
     @property
     def for_business(self) -> str | None:
@@ -88,6 +91,10 @@ class BoardCourier:
     state: CourierState
     offered_order: UUID | None  # the order of their open offer
     position: Position | None
+    # Their order an operator may take back (assigned, nothing of it picked up yet).
+    order_to_take_back: UUID | None = None
+    # Holds more cash than COURIER_CASH_LIMIT: given no COD order until they hand it over.
+    cash_over_limit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +142,7 @@ def read_board(*, now: datetime | None = None) -> Board:
     online = len(couriers)
     if online > MAX_COURIERS:
         couriers = couriers[:MAX_COURIERS]
-        online = Driver.objects.filter(_online_couriers()).count()
+        online = courier_model().objects.filter(_online_couriers()).count()
     return Board(orders=orders, waiting=waiting, couriers=couriers, online=online, at=now)
 
 
@@ -155,6 +162,7 @@ def _orders(now: datetime) -> list[WaitingOrder]:
             pending=Subquery(per_order.annotate(n=Count("*")).values("n")),
             window_end=Subquery(per_order.annotate(end=Min("window_end")).values("end")),
             at_risk=Exists(pending.filter(window_status__in=AT_RISK)),
+            has_cod=Exists(pending.filter(cod_amount__gt=0)),
             offer_courier=Subquery(offer.values("courier__name")[:1]),
             offer_courier_id=Subquery(offer.values("courier_id")[:1]),
             offer_expires_at=Subquery(offer.values("expires_at")[:1]),
@@ -178,6 +186,7 @@ def _orders(now: datetime) -> list[WaitingOrder]:
             "dispatch_flagged_at",
             "at_risk",
             "window_end",
+            "has_cod",
             "offer_courier",
             "offer_courier_id",
             "offer_expires_at",
@@ -187,9 +196,9 @@ def _orders(now: datetime) -> list[WaitingOrder]:
 
 
 def _waiting_order(*row) -> WaitingOrder:
-    *fields, courier, courier_id, expires_at = row
+    *fields, cod, courier, courier_id, expires_at = row
     offer = OpenOffer(courier, courier_id, expires_at) if courier_id is not None else None
-    return WaitingOrder(*fields, offer=offer)
+    return WaitingOrder(*fields, offer=offer, cod=cod)
 
 
 def _online_couriers() -> Q:
@@ -203,8 +212,11 @@ def _couriers(now: datetime) -> list[BoardCourier]:
         courier_id=OuterRef("pk"), status=OfferStatus.OFFERED, expires_at__gt=now
     )
     rows = (
-        Driver.objects.filter(_online_couriers())
+        courier_model()
+        .objects.filter(_online_couriers())
         .annotate(on_route=Exists(on_route), offered_order=Subquery(offer.values("order_id")[:1]))
+        .annotate(takeable=Subquery(_orders_to_take_back().values("pk")[:1]))
+        .annotate(over_cash=over_cash_limit(OuterRef("pk")))
         .order_by("name", "pk")
         .values_list(
             "pk",
@@ -212,6 +224,8 @@ def _couriers(now: datetime) -> list[BoardCourier]:
             "vehicle",
             "on_route",
             "offered_order",
+            "takeable",
+            "over_cash",
             "position__lat",
             "position__long",
             "position__at",
@@ -219,14 +233,35 @@ def _couriers(now: datetime) -> list[BoardCourier]:
     )
     live_since = now - timedelta(minutes=settings.DISPATCH_POSITION_MINUTES)
     couriers = []
-    for pk, name, vehicle, on_route, offered_order, lat, long, at in rows[: MAX_COURIERS + 1]:
+    for pk, name, vehicle, on_route, offered, takeable, over, lat, long, at in rows[
+        : MAX_COURIERS + 1
+    ]:
         if on_route:
             state = CourierState.ON_ROUTE
         else:
-            state = CourierState.OFFERED if offered_order else CourierState.FREE
+            state = CourierState.OFFERED if offered else CourierState.FREE
         position = Position(lat, long, at, live=at >= live_since) if at is not None else None
-        couriers.append(BoardCourier(pk, name, vehicle, state, offered_order, position))
+        couriers.append(
+            BoardCourier(
+                pk, name, vehicle, state, offered, position, takeable, cash_over_limit=over
+            )
+        )
     return couriers
+
+
+def _orders_to_take_back():
+    """The courier's orders (OuterRef "pk") with a drop assigned and none picked up yet:
+    what dispatch.offers.take_back_order accepts."""
+    assigned = Drop.objects.filter(order_id=OuterRef("pk"), status=DropStatus.ASSIGNED)
+    picked_up = Drop.objects.filter(order_id=OuterRef("pk")).exclude(
+        Q(status__in=NOT_PICKED_UP) | Q(status=DropStatus.CANCELLED)
+    )
+    return (
+        Order.objects.filter(driver_id=OuterRef("pk"))
+        .filter(Exists(assigned))
+        .exclude(Exists(picked_up))
+        .order_by("created_at", "pk")
+    )
 
 
 def choices_for(order: WaitingOrder, couriers: list[BoardCourier]) -> list[Choice]:
@@ -239,6 +274,7 @@ def choices_for(order: WaitingOrder, couriers: list[BoardCourier]) -> list[Choic
         else Choice(courier, None)
         for courier in couriers
         if courier.vehicle == order.vehicle
+        and not (order.cod and courier.cash_over_limit)
         and (
             courier.state == CourierState.FREE
             or (courier.state == CourierState.OFFERED and courier.offered_order == order.order_id)
@@ -248,7 +284,7 @@ def choices_for(order: WaitingOrder, couriers: list[BoardCourier]) -> list[Choic
     return choices[:MAX_CHOICES]
 
 
-def refusal_of(*, order: Order, courier: Driver, now: datetime | None = None) -> str | None:
+def refusal_of(*, order: Order, courier: Courier, now: datetime | None = None) -> str | None:
     """Why this courier may not be given this order by hand, in a sentence; None if they
     may. What assign_by_hand refuses itself (inactive, on a route) it says again there."""
     now = now or timezone.now()
@@ -266,6 +302,8 @@ def refusal_of(*, order: Order, courier: Driver, now: datetime | None = None) ->
         )
     if not (courier.online and courier.active):
         return f"{courier} is not online: choose a courier who is. Nothing changed."
+    if order_has_cod(order) and couriers_over_cash_limit([courier.pk]):
+        return cash_limit_refusal(courier)
     elsewhere = Offer.objects.filter(
         courier=courier, status=OfferStatus.OFFERED, expires_at__gt=now
     ).exclude(order=order)
@@ -275,3 +313,8 @@ def refusal_of(*, order: Order, courier: Driver, now: datetime | None = None) ->
             "someone else. Nothing changed."
         )
     return None
+
+
+def order_has_cod(order: Order) -> bool:
+    """Whether a waiting drop of the order has cash to collect (docs/contract.md §23)."""
+    return Drop.objects.filter(order=order, status=DropStatus.PENDING, cod_amount__gt=0).exists()

@@ -16,8 +16,9 @@ the slot; several may run at once) does, set-based, whatever the number of order
    position is under DISPATCH_POSITION_MINUTES old and inside a box around the pickups,
    holding no open offer and no route, locked `SKIP LOCKED` too;
 7. offers each order, at-risk windows first and then oldest first, to the nearest
-   candidate of its vehicle within DISPATCH_RADIUS_KM who was never offered it, one order
-   per courier, and writes the offers in one statement.
+   candidate of its vehicle within DISPATCH_RADIUS_KM who was never offered it (an order
+   with cash to collect: not one holding more than COURIER_CASH_LIMIT), one order per
+   courier, and writes the offers in one statement.
 The constraints of dispatch.models stand behind every step.
 """
 
@@ -36,11 +37,13 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from accounts.models import Environment
-from couriers.models import CourierPosition
-from couriers.selectors import ORDER_STILL_TO_CARRY
+from billing.custody import couriers_over_cash_limit
+from core.rows import Shape
 from dispatch.models import Offer, OfferStatus
 from geo.geometry import DistancesFrom
-from orders.models import Driver, Drop, DropStatus, Order, WindowStatus
+from orders.couriers import ORDER_STILL_TO_CARRY, courier_model, position_model
+from orders.models import Drop, DropStatus, Order, WindowStatus
+from orders.statuses import INITIAL_STATUSES
 from orders.stops import sequence_orders
 
 KM_PER_DEGREE = 111.195
@@ -70,6 +73,7 @@ class Waiting:
     long: float
     vehicle: str
     rank: tuple  # smaller first: at risk, earliest window end, oldest
+    cod: bool = False  # a drop with cash to collect: never offered over the cash limit
 
 
 def dispatch_waiting(*, now: datetime | None = None, limit: int = 2000) -> Run:
@@ -89,7 +93,10 @@ def dispatch_waiting(*, now: datetime | None = None, limit: int = 2000) -> Run:
         waiting = waiting_of(orders)
         couriers = lock_candidates(waiting, now)
         run.candidates = len(couriers)
-        run.offers = match(waiting, couriers, tried=tried_pairs(orders), now=now)
+        # Couriers holding more cash than COURIER_CASH_LIMIT get no COD order (§23).
+        with_cod = any(w.cod for w in waiting)
+        over = couriers_over_cash_limit(c.courier_id for c in couriers) if with_cod else set()
+        run.offers = match(waiting, couriers, tried=tried_pairs(orders), now=now, over_limit=over)
         Offer.objects.bulk_create(run.offers)
     return run
 
@@ -103,9 +110,8 @@ def expire_offers(now: datetime) -> int:
 
 def close_orders_with_nothing_to_carry() -> int:
     """Waiting orders none of whose drops will ever wait for a courier leave the queue."""
-    alive = Drop.objects.filter(
-        order_id=OuterRef("pk"), status__in=[DropStatus.SCHEDULED, DropStatus.PENDING]
-    )
+    # Still in a status it was created in: it will wait for a courier.
+    alive = Drop.objects.filter(order_id=OuterRef("pk"), status__in=INITIAL_STATUSES)
     return _queue().filter(~Exists(alive)).update(dispatch_closed=True)
 
 
@@ -158,10 +164,13 @@ def waiting_of(orders: list[Order]) -> list[Waiting]:
     """The orders in the order they are served: a drop at risk first, then the earliest
     window end, then the oldest."""
     risk: dict[UUID, tuple] = {}
+    cod: set[UUID] = set()
     rows = Drop.objects.filter(
         order_id__in=[o.pk for o in orders], status=DropStatus.PENDING
-    ).values_list("order_id", "window_status", "window_end")
-    for order_id, window_status, window_end in rows:
+    ).values_list("order_id", "window_status", "window_end", "cod_amount")
+    for order_id, window_status, window_end, cod_amount in rows:
+        if cod_amount:
+            cod.add(order_id)
         at_risk = window_status in AT_RISK
         mine = (0 if at_risk else 1, window_end.timestamp() if window_end else math.inf)
         risk[order_id] = min(risk.get(order_id, mine), mine)
@@ -172,15 +181,22 @@ def waiting_of(orders: list[Order]) -> list[Waiting]:
             order.pickup_long,
             order.vehicle,
             (*risk.get(order.pk, (1, math.inf)), order.created_at.timestamp()),
+            order.pk in cod,
         )
         for order in orders
     ]
     return sorted(waiting, key=lambda w: w.rank)
 
 
-def lock_candidates(waiting: list[Waiting], now: datetime) -> list[tuple]:
-    """(courier id, vehicle, lat, long) of every courier who may be offered one of these
-    orders: one query over the position index's box around all the pickups."""
+# A courier who may be offered an order, as the matching reads them.
+CANDIDATE = Shape(
+    "Candidate", courier_id="pk", vehicle="vehicle", lat="position__lat", long="position__long"
+)
+
+
+def lock_candidates(waiting: list[Waiting], now: datetime) -> list:
+    """Every courier who may be offered one of these orders (CANDIDATE rows): one query over
+    the position index's box around all the pickups."""
     radius = settings.DISPATCH_RADIUS_KM
     lats = [w.lat for w in waiting]
     longs = [w.long for w in waiting]
@@ -190,22 +206,23 @@ def lock_candidates(waiting: list[Waiting], now: datetime) -> list[tuple]:
     holds_offer = Offer.objects.filter(courier_id=OuterRef("pk"), status=OfferStatus.OFFERED)
     holds_route = Order.objects.filter(ORDER_STILL_TO_CARRY, driver_id=OuterRef("pk"))
     fresh = now - timedelta(minutes=settings.DISPATCH_POSITION_MINUTES)
-    inside = CourierPosition.objects.filter(
+    inside = position_model().objects.filter(
         courier_id=OuterRef("pk"),
         at__gte=fresh,
         lat__range=(min(lats) - lat_pad, max(lats) + lat_pad),
         long__range=(min(longs) - long_pad, max(longs) + long_pad),
     )
     couriers = (
-        Driver.objects.filter(Exists(inside), online=True, active=True)
+        courier_model()
+        .objects.filter(Exists(inside), online=True, active=True)
         .filter(is_sandbox_test_driver=False)
         .exclude(Exists(holds_offer))
         .exclude(Exists(holds_route))
         .select_for_update(skip_locked=True, of=("self",))
         .order_by("pk")
-        .values_list("pk", "vehicle", "position__lat", "position__long")
+        .values_list(*CANDIDATE.expressions)
     )
-    return list(couriers)
+    return CANDIDATE.rows(couriers)
 
 
 def tried_pairs(orders: list[Order]) -> set[tuple[UUID, int]]:
@@ -215,27 +232,36 @@ def tried_pairs(orders: list[Order]) -> set[tuple[UUID, int]]:
 
 
 def match(
-    waiting: list[Waiting], couriers: list[tuple], *, tried: set, now: datetime
+    waiting: list[Waiting],
+    couriers: list,
+    *,
+    tried: set,
+    now: datetime,
+    over_limit: set[int] | frozenset[int] = frozenset(),
 ) -> list[Offer]:
     """Greedy, in the orders' rank: each takes the nearest free candidate of its vehicle
-    within DISPATCH_RADIUS_KM it was never offered to. Distances by numpy, one vector per
-    order over all candidates."""
+    within DISPATCH_RADIUS_KM it was never offered to, and for an order with cash to collect
+    not one over the cash limit (`over_limit`). Distances by numpy, one vector per order over
+    all candidates."""
     if not couriers:
         return []
-    ids = [row[0] for row in couriers]
+    ids = [courier.courier_id for courier in couriers]
     index_of = {courier_id: index for index, courier_id in enumerate(ids)}
     tried_by: dict[UUID, list[int]] = defaultdict(list)
     for order_id, courier_id in tried:
         if courier_id in index_of:
             tried_by[order_id].append(index_of[courier_id])
-    vehicles = np.array([row[1] for row in couriers])
-    lats = np.array([row[2] for row in couriers], dtype=float)
-    longs = np.array([row[3] for row in couriers], dtype=float)
+    vehicles = np.array([courier.vehicle for courier in couriers])
+    lats = np.array([courier.lat for courier in couriers], dtype=float)
+    longs = np.array([courier.long for courier in couriers], dtype=float)
     free = np.ones(len(ids), dtype=bool)
+    under_limit = np.array([courier_id not in over_limit for courier_id in ids], dtype=bool)
     expires = now + timedelta(seconds=settings.OFFER_SECONDS)
     offers = []
     for order in waiting:
         usable = free & (vehicles == order.vehicle)
+        if order.cod:
+            usable &= under_limit
         usable[tried_by.get(order.order_id, [])] = False
         km = DistancesFrom(order.lat, order.long).km_to_many(lats, longs)
         usable &= km <= settings.DISPATCH_RADIUS_KM

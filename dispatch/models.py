@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.ids import uuid7
-from orders.models import Driver, Order
+from orders.models import Order
 
 
 class OfferStatus(models.TextChoices):
@@ -22,13 +22,17 @@ class OfferStatus(models.TextChoices):
     EXPIRED = "expired"
     # An operator assigned the order by hand, or every drop was cancelled, while it was open.
     WITHDRAWN = "withdrawn"
+    # An operator took the order back from the courier (accepted, or given by hand): the row
+    # says who lost it and when (answered_at), and keeps the order from them for good
+    # (offer_once_per_courier), as a decline does.
+    TAKEN_BACK = "taken_back"
 
 
 class Offer(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="offers")
-    courier = models.ForeignKey(Driver, on_delete=models.CASCADE, related_name="offers")
-    status = models.CharField(max_length=9, choices=OfferStatus.choices)
+    courier = models.ForeignKey("couriers.Driver", on_delete=models.CASCADE, related_name="offers")
+    status = models.CharField(max_length=10, choices=OfferStatus.choices)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     answered_at = models.DateTimeField(null=True, blank=True)

@@ -8,7 +8,8 @@ asks a new worker to send it. Delivery is therefore at least once; receivers ded
 on `webhook-id`.
 
 A send to a receiver that never answers takes WEBHOOK_TIMEOUT_SECONDS, so (docs/webhooks.md,
-"How we send"; docs/decisions.md, Issue 27):
+"How we send"; docs/decisions.md, "A business holds at most one worker: its turn, one
+thread per endpoint"):
 - a business holds one worker at most: a task takes its business's turn (`_take_turn`,
   one statement under a per-business lock, leased like a claim) or returns at once;
 - in its turn the sender sends to each of the business's due endpoints at once, one
@@ -432,7 +433,8 @@ def _pause_for(endpoint: WebhookEndpoint, now: datetime) -> timedelta:
     The first timeout pauses it about as long as the attempt took (10 s); each timed-out
     probe after that about doubles the pause, up to LONGEST_PAUSE: nothing lifts a pause
     (a test or a resend queues behind it), so a receiver fixed meanwhile waits that long
-    at most for its next delivery (docs/decisions.md, Issue 27).
+    at most for its next delivery (docs/decisions.md, "A pause ends only by itself or by a
+    probe's success").
     """
     schedule = settings.WEBHOOK_RETRY_SCHEDULE
     failing_for = (now - (endpoint.failing_since or now)).total_seconds()

@@ -229,8 +229,9 @@ def _due_after_pause(endpoint: WebhookEndpoint, at: datetime) -> datetime:
 
     Asking never lifts the pause: otherwise each ask would cost a hanging receiver's full
     timeout, once per click, and its business could keep workers busy at will
-    (docs/decisions.md, Issue 27). The task asked for now finds the pause and returns; the
-    one the sender asked for at the pause's end sends it, in creation order with the rest.
+    (docs/decisions.md, "A pause ends only by itself or by a probe's success"). The task
+    asked for now finds the pause and returns; the one the sender asked for at the pause's
+    end sends it, in creation order with the rest.
     """
     if endpoint.paused_until is not None and endpoint.paused_until > at:
         return endpoint.paused_until

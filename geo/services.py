@@ -114,8 +114,9 @@ def load_coverage() -> Coverage:
     """The active areas with their opening hours. On PostgreSQL one statement, its SQL
     compiled once per process (core.reads): each area's hours as arrays beside it. Read as
     two ORM queries, compiled on every call, they were ~0.57 ms of a bulk call or a quote,
-    against ~0.09 ms (docs/decisions.md, issue 34). The embedded default reads them apart;
-    a test holds both ways equal."""
+    against ~0.09 ms (docs/decisions.md, "The small calls' SQL and reference data are
+    compiled once per process").
+    The embedded default reads them apart; a test holds both ways equal."""
     if connection.vendor != "postgresql":
         return _coverage_of(_read_apart())
     rows = typed_rows_compiled_once(("coverage",), [], _areas_with_hours)

@@ -251,7 +251,8 @@ class Decider:
 
     A batch writes its drops while the later ones are still being decided: each chunk is
     decided just before its rows are made (orders.services._drop_rows), so deciding
-    overlaps with the database storing the chunk before (issue 18). Pickups are decided at
+    overlaps with the database storing the chunk before (docs/decisions.md, "Drops are
+    decided inside the COPY's stream, under the account lock"). Pickups are decided at
     once, up front: a pickup's failure rejects its whole group, and the groups' orders are
     written before their drops. Rules 8–11 carry the groups' loads, the balance left and the
     ids accepted from one run to the next, so the runs decide exactly what one pass over the
@@ -364,7 +365,7 @@ class _Charges:
 
     A group's accepted weight grows drop by drop (rule 8's load limit), from the drops that
     say their parcel: one that says nothing is carried as it always was, never weighed
-    (docs/decisions.md, "Issue 30: parcels"); an earlier accepted
+    (docs/decisions.md, "A drop that sends no parcel is not weighed"); an earlier accepted
     drop of the same batch takes its client_order_id; drops are priced and charged in order,
     and the balance never goes below zero.
     """
@@ -494,7 +495,8 @@ def cod_problem(amount: object) -> tuple[Decimal | None, str | None]:
 
 def delivery_price(plan: PricingPlan, km: float, multiplier: Decimal) -> Decimal:
     """The §7 price (half-up to cents) × the vehicle's multiplier, half-up to cents again
-    (docs/contract.md §18; docs/decisions.md "Issue 30: parcels")."""
+    (docs/contract.md §18; docs/decisions.md "Prices round twice, and a quote fixes the
+    total")."""
     delivery = price_for(plan, km)
     if multiplier != 1:
         delivery = (delivery * multiplier).quantize(CENT, rounding=ROUND_HALF_UP)

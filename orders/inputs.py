@@ -1,9 +1,9 @@
-"""Shape validation of POST /orders/bulk (every request-level 400 of docs/contract.md §4);
-GET /batches.
+"""The body of POST /orders/bulk and /orders/quote, declared once (every request-level 400
+of docs/contract.md §4, and its OpenAPI description); GET /batches.
 
-Hand-written rather than DRF serializers because it runs once per drop on the hot path
-(5000 drops in one call); phone and coordinate *validity* is not checked here, since a
-bad phone or pin rejects only its own drop (see orders.decisions).
+Tables of core.shapes rather than DRF serializers because they are read once per drop on
+the hot path (5000 drops in one call); phone and coordinate *validity* is not checked here,
+since a bad phone or pin rejects only its own drop (see orders.decisions).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -20,8 +20,23 @@ import orjson
 from django.conf import settings
 from rest_framework import serializers
 
-from core.api import MAX_ERROR_DETAILS, ApiError, validation_error
+from core.api import ApiError, validation_error
 from core.serializers import Input, QueryNumber
+from core.shapes import (
+    REQUIRED,
+    Array,
+    Bool,
+    Choice,
+    Kind,
+    Object,
+    Passed,
+    Problems,
+    Shape,
+    Text,
+    Timestamp,
+    path_of,
+)
+from core.shapes import Field as ShapeField
 from fleet.models import DEFAULT_VEHICLE, ParcelSize, VehicleType
 from fleet.selectors import active_vehicle_types
 
@@ -43,9 +58,7 @@ MAX_NOTES = 500  # the courier's instructions (docs/contract.md §17)
 MAX_EMAIL = 254
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 UNDELIVERABLE_ACTIONS = ("return", "dispose")  # docs/contract.md §19; the first is the default
-_WINDOW_FIELDS = frozenset({"start", "end"})
 # A parcel (docs/contract.md §18): every field optional; size S and 1 kg when not said.
-PARCEL_FIELDS = frozenset({"size", "weight_kg", "description", "value"})
 PARCEL_SIZES = tuple(ParcelSize.values)
 DEFAULT_PARCEL_SIZE = ParcelSize.S.value
 DEFAULT_WEIGHT_KG = Decimal("1")
@@ -54,8 +67,6 @@ GRAM = Decimal("0.001")
 MAX_PARCEL_DESCRIPTION = 200
 # A money string: digits, at most two decimals, at most what the money columns hold.
 MONEY_TEXT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?\Z")
-_EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
-_LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
 
 @dataclass(slots=True)
@@ -97,6 +108,9 @@ class DropIn:
     # a per-drop rejection, not a 400 (orders.decisions).
     cod: Any = None
     email: str | None = None  # "dropoff": {"email": …}, for notifications only
+    # "dropoff_verification": {"scan": true, "signature": true} (docs/contract.md §24)
+    wants_scan: bool = False
+    wants_signature: bool = False
 
     @property
     def parcel_size(self) -> str:
@@ -165,242 +179,92 @@ def idempotency_key_from(request) -> uuid.UUID:
         ) from exc
 
 
-class FieldErrors:
-    """The problems found: the first MAX_ERROR_DETAILS spelled out, the rest only counted."""
+# --- The bulk body, declared once ------------------------------------------------------
+# Each field's check (core.shapes) and its OpenAPI description (orders/schema.py, through
+# Shape.serializer) come from these tables. Kinds with a rule of their own follow.
+
+
+class FieldErrors(Problems):
+    """The problems of one body, and what its drops share: a batch's parcels repeat as its
+    windows do, so each distinct parcel is read once (Parcels)."""
 
     def __init__(self) -> None:
-        self.items: list[dict[str, str]] = []
-        self.more = 0
-        # Timestamps read so far, by their text: the drops of a batch mostly share theirs
-        # (one window for a round, one pickup time), and reading one costs ~3 µs.
-        self.moments: dict[str, datetime] = {}
-        # Parcels read without a problem, by their fields: a batch's parcels repeat as its
-        # windows do.
+        super().__init__()
         self.parcels: dict[tuple, ParcelIn] = {}
 
-    def add(self, field: str, message: str) -> None:
-        if len(self.items) < MAX_ERROR_DETAILS:
-            self.items.append({"field": field, "message": message})
-        else:
-            self.more += 1
 
-    @property
-    def full(self) -> bool:
-        return len(self.items) >= MAX_ERROR_DETAILS
+class AddressKind(Kind):
+    """An object of strings: the geocoder reads complete_address (and city); any other field
+    is kept if it is a string too (the schema's additionalProperties: describe_address)."""
 
-    def text(self, obj: dict, key: str, path: str, max_len: int, required: bool = True) -> Any:
-        value = obj.get(key)
-        usual = type(value) is str and len(value) <= max_len and "\x00" not in value
-        if usual and (not required or value.strip()):  # the usual case, checked first
-            return value
-        where = f"{path}.{key}" if path else key
-        if value is None:
-            if required:
-                self.add(where, "This field is required.")
-            return None
-        if not isinstance(value, str):
-            self.add(where, "Must be a string.")
-            return None
-        if required and not value.strip():
-            self.add(where, "Must not be empty.")
-            return None
-        if len(value) > max_len:
-            self.add(where, f"Must be at most {max_len} characters.")
-            return None
-        if "\x00" in value:
-            self.add(where, "Must not contain NUL characters.")
-            return None
-        return value
+    missing = "Must be an object of strings."
 
-    def place(self, obj: dict, path: str) -> Place:
-        address = obj.get("address")
-        if address is not None:
-            address = self.address(address, f"{path}.address")
-        return Place(lat=obj.get("lat"), long=obj.get("long"), address=address)
-
-    def address(self, value: Any, path: str) -> dict[str, str] | None:
+    def read(self, problems: Problems, value: Any, parent: str, field: ShapeField) -> Any:
+        path = path_of(parent, field.name)
         if not isinstance(value, dict):
-            self.add(path, "Must be an object of strings.")
+            problems.add(path, self.missing)
             return None
         if len(value) > MAX_ADDRESS_FIELDS:  # refused before any field is read
-            self.add(path, f"At most {MAX_ADDRESS_FIELDS} fields; got {len(value)}.")
+            problems.add(path, f"At most {MAX_ADDRESS_FIELDS} fields; got {len(value)}.")
             return None
         valid = True
         size = 0
         for key, part in value.items():
             if not 0 < len(key) <= MAX_ADDRESS_FIELD_NAME or "\x00" in key:
                 # The name is not echoed in the path: it may be what is wrong with it.
-                self.add(path, _BAD_FIELD_NAME)
+                problems.add(path, _BAD_FIELD_NAME)
                 valid = False
             elif isinstance(part, str) and len(part) <= MAX_ADDRESS_PART and "\x00" not in part:
                 size += len(key) + len(part)
             elif isinstance(part, str):
-                self.add(f"{path}.{key}", _BAD_ADDRESS_PART)
+                problems.add(f"{path}.{key}", _BAD_ADDRESS_PART)
                 valid = False
             else:
-                self.add(f"{path}.{key}", "Must be a string.")
+                problems.add(f"{path}.{key}", "Must be a string.")
                 valid = False
         if valid and size > MAX_ADDRESS_CHARS:
-            self.add(path, f"At most {MAX_ADDRESS_CHARS} characters in all; got {size}.")
+            problems.add(path, f"At most {MAX_ADDRESS_CHARS} characters in all; got {size}.")
             return None
         return value if valid else None
 
-    def unknown_fields(self, value: dict, where: str, known, allowed: str) -> bool:
-        """Whether the object `value` has fields outside `known`; if so, says which and what
-        is `allowed`."""
-        unknown = sorted(set(value) - set(known))
-        if unknown:
-            self.add(where, f"Unknown field(s): {', '.join(unknown)[:200]}; {allowed}.")
-        return bool(unknown)
+    def schema(self, field: ShapeField, kwargs: dict[str, Any]) -> serializers.Field:
+        return ADDRESS.serializer()(**kwargs)
 
-    def verification(self, obj: dict, path: str) -> bool:
-        """`dropoff_verification`: absent, or an object whose `pin` is a boolean."""
-        value = obj.get("dropoff_verification")
-        if value is None:
-            return False
-        where = f"{path}.dropoff_verification"
-        if not isinstance(value, dict) or not isinstance(value.get("pin", False), bool):
-            self.add(where, 'Must be an object such as {"pin": true}.')
-            return False
-        if self.unknown_fields(value, where, {"pin"}, "only pin"):
-            return False
-        return value.get("pin", False)
 
-    def scenario(self, obj: dict, path: str) -> str | None:
-        value = obj.get("sandbox_scenario")
-        if value is None:
-            return None
-        if value not in SANDBOX_SCENARIOS:
-            self.add(f"{path}.sandbox_scenario", f"Must be one of {', '.join(SANDBOX_SCENARIOS)}.")
-            return None
-        return value
+class Email(Kind):
+    """The recipient's email: a string that looks like one address; "" is none."""
 
-    def scheduled_at(self, obj: dict, path: str) -> datetime | None:
-        return self.timestamp(obj, "pickup_scheduled_at", path)
+    message = f"Must be one email address, {MAX_EMAIL} characters at most."
 
-    def timestamp(self, obj: dict, key: str, path: str) -> datetime | None:
-        """An ISO 8601 time with a zone, in UTC; None (and the error noted) if it is not one."""
-        value = obj.get(key)
-        if value is None:
-            return None
-        if type(value) is str and (known := self.moments.get(value)) is not None:
-            return known
-        where = f"{path}.{key}"
-        try:
-            # fromisoformat stops reading at a NUL, so "…Z\x00garbage" would pass.
-            if not isinstance(value, str) or "\x00" in value:
-                raise ValueError
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            self.add(where, "Must be an ISO 8601 timestamp with a time zone.")
-            return None
-        if moment.tzinfo is None:
-            self.add(where, "Must carry a time zone, e.g. 2026-01-31T09:30:00Z.")
-            return None
-        # Years 1 and 9999 with an offset can't be moved to UTC or the service time zone.
-        try:
-            in_range = _EARLIEST <= moment.astimezone(UTC) <= _LATEST
-        except OverflowError:
-            in_range = False
-        if not in_range:
-            self.add(where, "Must be a timestamp between the years 0002 and 9998.")
-            return None
-        # In UTC from here on: PostgreSQL stores offsets up to ±15:59 only, and ISO 8601 allows
-        # any under 24 hours (+23:59), which would reach the database as a 500.
-        moment = self.moments[value] = moment.astimezone(UTC)
-        return moment
-
-    def window(self, obj: dict, path: str) -> tuple[datetime, datetime] | None:
-        """`dropoff_window`: absent or null, or {"start", "end"}, both times with a zone.
-
-        Whether the window can be kept (its length, its end against the ETA, how far ahead)
-        is a per-drop rule, INVALID_TIME_WINDOW (orders.decisions), not a 400.
-        """
-        value = obj.get("dropoff_window")
-        if value is None:
-            return None
-        if type(value) is dict and len(value) == 2:  # the usual case: both times seen before
-            start, end = value.get("start"), value.get("end")
-            if type(start) is str and type(end) is str:
-                known = self.moments
-                if start in known and end in known:
-                    return known[start], known[end]
-        where = f"{path}.dropoff_window"
-        if not isinstance(value, dict):
-            self.add(where, 'Must be an object such as {"start": "…Z", "end": "…Z"}.')
-            return None
-        if self.unknown_fields(value, where, _WINDOW_FIELDS, "only start and end"):
-            return None
-        for key in ("start", "end"):
-            if value.get(key) is None:
-                self.add(f"{where}.{key}", "This field is required.")
-        start, end = self.timestamp(value, "start", where), self.timestamp(value, "end", where)
-        return None if start is None or end is None else (start, end)
-
-    def email(self, obj: dict, path: str) -> str | None:
-        """The recipient's `email`: optional; a string that looks like one address, else 400."""
-        value = obj.get("email")
-        if value is None or value == "":
+    def read(self, problems: Problems, value: Any, parent: str, field: ShapeField) -> Any:
+        if value == "":
             return None
         if not isinstance(value, str) or len(value) > MAX_EMAIL or not _EMAIL.fullmatch(value):
-            self.add(f"{path}.email", f"Must be one email address, {MAX_EMAIL} characters at most.")
+            problems.add(path_of(parent, field.name), self.message)
             return None
         return value
 
-    def notes(self, obj: dict, path: str) -> str | None:
-        """`notes` for the courier: a string of at most MAX_NOTES characters; "" is none."""
-        return self.text(obj, "notes", path, MAX_NOTES, required=False) or None
+    def schema(self, field: ShapeField, kwargs: dict[str, Any]) -> serializers.Field:
+        return serializers.CharField(max_length=MAX_EMAIL, **kwargs)
 
-    def undeliverable_action(self, obj: dict, path: str) -> str:
-        value = obj.get("undeliverable_action")
-        if value is None:
-            return UNDELIVERABLE_ACTIONS[0]
-        if value not in UNDELIVERABLE_ACTIONS:
-            self.add(
-                f"{path}.undeliverable_action",
-                f"Must be one of {', '.join(UNDELIVERABLE_ACTIONS)}.",
-            )
-        return value if isinstance(value, str) else UNDELIVERABLE_ACTIONS[0]
 
-    def parcel(self, obj: dict, path: str) -> ParcelIn | None:
-        """`parcel`: absent or null, or an object of size, weight_kg, description, value."""
-        value = obj.get("parcel")
-        if value is None:
-            return None
-        key = _fields_key(value)
-        known = self.parcels.get(key) if key is not None else None
-        if known is not None:
-            return known
-        problems = len(self.items) + self.more
-        parsed = self._parcel(value, f"{path}.parcel")
-        if parsed is not None and key is not None and len(self.items) + self.more == problems:
-            self.parcels[key] = parsed
-        return parsed
+class VehicleCode(Kind):
+    """A vehicle type's code as sent; whether it is an active type is read once per batch."""
 
-    def _parcel(self, value: Any, where: str) -> ParcelIn | None:
-        if not isinstance(value, dict):
-            self.add(where, 'Must be an object such as {"size": "M", "weight_kg": 2.5}.')
-            return None
-        if self.unknown_fields(value, where, PARCEL_FIELDS, _PARCEL_KNOWN):
-            return None
-        size = value.get("size", DEFAULT_PARCEL_SIZE)
-        if size not in PARCEL_SIZES:
-            self.add(f"{where}.size", f"Must be one of {', '.join(PARCEL_SIZES)}.")
-        weight = self.weight(value, where)
-        described = self.text(value, "description", where, MAX_PARCEL_DESCRIPTION, required=False)
-        worth = value.get("value")
-        if worth is not None and not (isinstance(worth, str) and MONEY_TEXT.match(worth)):
-            self.add(f"{where}.value", 'Must be a money string such as "25.00".')
-            worth = None
-        if size not in PARCEL_SIZES or weight is None:
-            return None
-        return ParcelIn(size, weight, described or None, None if worth is None else Decimal(worth))
+    def read(self, problems: Problems, value: Any, parent: str, field: ShapeField) -> Any:
+        if isinstance(value, str) and 0 < len(value) <= MAX_VEHICLE_CODE:
+            return value
+        problems.add(path_of(parent, field.name), _BAD_VEHICLE)
+        return None
 
-    def weight(self, parcel: dict, where: str) -> Decimal | None:
-        """weight_kg: a number above 0 and at most MAX_WEIGHT_KG, kept to the gram."""
-        value = parcel.get("weight_kg")
-        if value is None:
-            return DEFAULT_WEIGHT_KG
+    def schema(self, field: ShapeField, kwargs: dict[str, Any]) -> serializers.Field:
+        return serializers.CharField(max_length=MAX_VEHICLE_CODE, **kwargs)
+
+
+class Weight(Kind):
+    """weight_kg: a number above 0 and at most MAX_WEIGHT_KG, kept to the gram."""
+
+    def read(self, problems: Problems, value: Any, parent: str, field: ShapeField) -> Any:
         weight = None
         # The range first: a huge number has more digits than quantize() may give.
         if (
@@ -410,27 +274,101 @@ class FieldErrors:
         ):
             weight = Decimal(repr(value)).quantize(GRAM, rounding=ROUND_HALF_UP)
         if weight is None or not 0 < weight <= MAX_WEIGHT_KG:
-            self.add(f"{where}.weight_kg", _BAD_WEIGHT)
+            problems.add(path_of(parent, field.name), _BAD_WEIGHT)
             return None
         return weight
 
-    def cod(self, obj: dict, path: str) -> Any:
-        """`cod`: absent or null, or {"amount": …}; the amount's worth is rule 9's."""
-        value = obj.get("cod")
-        if value is None:
+    def schema(self, field: ShapeField, kwargs: dict[str, Any]) -> serializers.Field:
+        return serializers.FloatField(**kwargs)
+
+
+class Money(Kind):
+    """A money string: digits, at most two decimals, at most what the money columns hold."""
+
+    def read(self, problems: Problems, value: Any, parent: str, field: ShapeField) -> Any:
+        if isinstance(value, str) and MONEY_TEXT.match(value):
+            return Decimal(value)
+        problems.add(path_of(parent, field.name), 'Must be a money string such as "25.00".')
+        return None
+
+    def schema(self, field: ShapeField, kwargs: dict[str, Any]) -> serializers.Field:
+        return serializers.RegexField(r"^[0-9]{1,10}(\.[0-9]{1,2})?$", **kwargs)
+
+
+class Verification(Object):
+    """`dropoff_verification`: an object of booleans, `pin`, `scan` and `signature` (absent:
+    false); read as those three, in that order."""
+
+    def read_at(self, problems: Problems, value: Any, where: str) -> Any:
+        names = VERIFICATIONS
+        if not isinstance(value, dict) or any(
+            not isinstance(value.get(name, False), bool) for name in names
+        ):
+            problems.add(where, self.missing)
+            return NO_VERIFICATION
+        if problems.unknown_fields(value, where, self.shape.by_name, self.shape.closed):
+            return NO_VERIFICATION
+        return tuple(value.get(name, False) for name in names)
+
+
+class Window(Object):
+    """`dropoff_window`: {"start", "end"}, both times with a zone, as a (start, end) pair.
+
+    Whether the window can be kept (its length, its end against the ETA, how far ahead)
+    is a per-drop rule, INVALID_TIME_WINDOW (orders.decisions), not a 400.
+    """
+
+    def read_at(self, problems: Problems, value: Any, where: str) -> Any:
+        if type(value) is dict and len(value) == 2:  # the usual case: both times seen before
+            start, end = value.get("start"), value.get("end")
+            if type(start) is str and type(end) is str:
+                known = problems.moments
+                if start in known and end in known:
+                    return known[start], known[end]
+        if not isinstance(value, dict):
+            problems.add(where, self.missing)
             return None
+        if problems.unknown_fields(value, where, self.shape.by_name, self.shape.closed):
+            return None
+        # Both absences are said before either time is read.
+        for field in self.shape.fields:
+            if value.get(field.name) is None:
+                problems.add(f"{where}.{field.name}", REQUIRED)
+        start, end = (
+            None if value.get(field.name) is None else field.read(problems, value, where)
+            for field in self.shape.fields
+        )
+        return None if start is None or end is None else (start, end)
+
+
+class Parcels(Object):
+    """`parcel`: each distinct parcel of a body is read once (FieldErrors.parcels)."""
+
+    def read_at(self, problems: FieldErrors, value: Any, where: str) -> Any:
+        key = _fields_key(value)
+        known = problems.parcels.get(key) if key is not None else None
+        if known is not None:
+            return known
+        before = problems.count
+        parsed = super().read_at(problems, value, where)
+        if parsed is not None and key is not None and problems.count == before:
+            problems.parcels[key] = parsed
+        return parsed
+
+
+class CashOnDelivery(Object):
+    """`cod`: {"amount": …}, read as the amount as sent: whether it is allowed is rule 9
+    (INVALID_COD), a per-drop rejection, not a 400 (orders.decisions)."""
+
+    def read_at(self, problems: Problems, value: Any, where: str) -> Any:
         if type(value) is dict and len(value) == 1 and value.get("amount") is not None:
             return value["amount"]  # the usual case, checked first
-        where = f"{path}.cod"
         if not isinstance(value, dict) or value.get("amount") is None:
-            self.add(where, 'Must be an object such as {"amount": "12.50"}.')
+            problems.add(where, self.missing)
             return None
-        if self.unknown_fields(value, where, {"amount"}, "only amount"):
+        if problems.unknown_fields(value, where, self.shape.by_name, self.shape.closed):
             return None
         return value["amount"]
-
-
-_PARCEL_KNOWN = "only size, weight_kg, description and value"
 
 
 def _fields_key(value: Any) -> tuple | None:
@@ -452,6 +390,395 @@ def _fields_key(value: Any) -> tuple | None:
 _BAD_WEIGHT = f"Must be a number of kg above 0 and at most {MAX_WEIGHT_KG} (kept to the gram)."
 _BAD_FIELD_NAME = f"Field names must be 1 to {MAX_ADDRESS_FIELD_NAME} characters, without NUL."
 _BAD_ADDRESS_PART = f"Must be a string of at most {MAX_ADDRESS_PART} characters without NUL."
+_BAD_VEHICLE = "Must be a vehicle type's code, such as motorbike."
+
+ADDRESS_HELP = (
+    f"An object of strings (each at most {MAX_ADDRESS_PART} characters, no NUL); other string "
+    f"fields are kept too: at most {MAX_ADDRESS_FIELDS} fields, names of 1 to "
+    f"{MAX_ADDRESS_FIELD_NAME} characters, {MAX_ADDRESS_CHARS} characters in all (names and "
+    "values). Used when no coordinates are given: forward-geocoded, and the pin is echoed "
+    "as resolved_pin. null counts as absent."
+)
+PHONE_HELP = (
+    "E.164 string, e.g. +85512345678. Not checked at request level: a missing or invalid "
+    "phone rejects the drop with INVALID_PHONE (a pickup's: every drop of its group)."
+)
+COORD_HELP = (
+    "Number ({}). Give lat and long together, or an address. A missing partner, a "
+    "non-number, out of range or exactly (0, 0) rejects the drop with INVALID_COORDINATES; "
+    "null counts as absent. Coordinates win over an address."
+)
+
+
+def phone(example: str) -> ShapeField:
+    # Typed so that a generated client types it; a wrong value still only rejects the drop.
+    return ShapeField(
+        "phone", Passed({"type": "string", "example": example}), null=False, help=PHONE_HELP
+    )
+
+
+def coordinates(lat: float, long: float) -> tuple[ShapeField, ShapeField]:
+    def coordinate(name: str, example: float, meaning: str) -> ShapeField:
+        kind = Passed({"type": "number", "format": "double", "example": example})
+        return ShapeField(name, kind, help=COORD_HELP.format(meaning))
+
+    return (
+        coordinate("lat", lat, "latitude, -90..90"),
+        coordinate("long", long, "longitude, -180..180"),
+    )
+
+
+ADDRESS = Shape(
+    "Address",
+    [
+        ShapeField(name, Text(MAX_ADDRESS_PART), null=False)
+        for name in ("complete_address", "city", "country")
+    ],
+    doc="The geocoder reads complete_address (and city); any other field must be a string too.",
+)
+ADDRESS_FIELD = ShapeField("address", AddressKind(), help=ADDRESS_HELP)
+
+
+# The builders take the fields read, in table order (core.shapes.Shape: `build`).
+def _pickup(name: str, phone: Any, lat: Any, long: Any, address, pickup_scheduled_at) -> PickupIn:
+    return PickupIn(name, phone, Place(lat, long, address), pickup_scheduled_at)
+
+
+def _recipient(name: str, phone: Any, lat: Any, long: Any, address, email) -> tuple:
+    return name, phone, Place(lat, long, address), email
+
+
+PICKUP = Shape(
+    "Pickup",
+    [
+        ShapeField("name", Text(MAX_NAME), required=True),
+        phone("+85512345678"),
+        *coordinates(11.5564, 104.9282),
+        ADDRESS_FIELD,
+        ShapeField(
+            "pickup_scheduled_at",
+            Timestamp(),
+            help="ISO 8601 with a time zone (e.g. 2026-01-31T09:30:00Z). Absent: pickup now, "
+            "the drops start PENDING; given: they start SCHEDULED. In the past: "
+            "SCHEDULE_IN_PAST; outside the area's opening hours: OUTSIDE_OPERATING_HOURS.",
+        ),
+    ],
+    build=_pickup,
+)
+RECIPIENT = Shape(
+    "Recipient",
+    [
+        ShapeField("name", Text(MAX_NAME), required=True),
+        phone("+85512345679"),
+        *coordinates(11.5696, 104.9210),
+        ADDRESS_FIELD,
+        ShapeField(
+            "email",
+            Email(),
+            help="Optional: the recipient's email, for the notifications the business switches "
+            "on (docs/notifications.md). Not an address: 400 VALIDATION_ERROR.",
+        ),
+    ],
+    build=_recipient,
+)
+# What a drop may ask the courier for at the door (docs/contract.md §14, §24), in the order
+# dropoff_verification is read: (pin, scan, signature).
+VERIFICATIONS = ("pin", "scan", "signature")
+NO_VERIFICATION = (False, False, False)
+VERIFICATION = Shape(
+    "DropoffVerification",
+    [
+        ShapeField(
+            "pin",
+            Bool(),
+            null=False,
+            default=False,
+            help="Delivered only against a 4-digit PIN, given back as dropoff_pin.",
+        ),
+        ShapeField(
+            "scan",
+            Bool(),
+            null=False,
+            default=False,
+            help="The courier's PICKED_UP and DELIVERED carry the label's short_code.",
+        ),
+        ShapeField(
+            "signature",
+            Bool(),
+            null=False,
+            default=False,
+            help="The recipient signs in the courier's app; proof_of_delivery.signature_url.",
+        ),
+    ],
+    closed="only pin, scan and signature",
+)
+WINDOW = Shape(
+    "DropoffWindow",
+    [
+        ShapeField(
+            "start",
+            Timestamp(),
+            required=True,
+            help="The window opens (ISO 8601 with a time zone).",
+        ),
+        ShapeField(
+            "end",
+            Timestamp(),
+            required=True,
+            help="The window closes (ISO 8601 with a time zone).",
+        ),
+    ],
+    doc="docs/contract.md §17: both times, each ISO 8601 with a zone; no other field.",
+    closed="only start and end",
+)
+
+
+def _parcel(size, weight_kg, description, value) -> ParcelIn | None:
+    if size is None or weight_kg is None:
+        return None
+    return ParcelIn(size, weight_kg, description or None, value)
+
+
+PARCEL = Shape(
+    "Parcel",
+    [
+        ShapeField(
+            "size",
+            Choice(PARCEL_SIZES),
+            null=False,
+            default=DEFAULT_PARCEL_SIZE,
+            help="S (an envelope) to XL (furniture); default S. Above the group's vehicle's "
+            "size: PARCEL_TOO_LARGE.",
+        ),
+        ShapeField(
+            "weight_kg",
+            Weight(),
+            default=DEFAULT_WEIGHT_KG,
+            help=f"Above 0 and at most {MAX_WEIGHT_KG}, kept to the gram; default 1. Above the "
+            "vehicle's per-parcel limit, or taking the group's accepted load (in submission "
+            "order) past the vehicle's: PARCEL_TOO_LARGE. A drop without a parcel is not "
+            "weighed.",
+        ),
+        ShapeField("description", Text(MAX_PARCEL_DESCRIPTION), help="What it is."),
+        ShapeField(
+            "value",
+            Money(),
+            help='What it is worth, a money string such as "25.00" (for your records).',
+        ),
+    ],
+    doc="docs/contract.md §18: every field optional; size S and 1 kg when not said.",
+    closed="only size, weight_kg, description and value",
+    build=_parcel,
+)
+COD = Shape(
+    "CashOnDelivery",
+    [
+        ShapeField(
+            "amount",
+            Passed(doc=serializers.CharField),
+            required=True,
+            help="The cash the courier collects, a money string in the account's currency, "
+            'e.g. "12.50". Not above zero, more than two decimals, not a string, or above '
+            "COD_MAX_AMOUNT (500.00): the drop is rejected INVALID_COD. The plan's "
+            "cod_fee_percent of it is added to the price.",
+        ),
+    ],
+    closed="only amount",
+)
+
+
+def _drop(
+    client_order_id,
+    external_waybill,
+    dropoff,
+    dropoff_verification,
+    sandbox_scenario,
+    dropoff_window,
+    notes,
+    undeliverable_action,
+    parcel,
+    cod,
+) -> DropIn:
+    name, phone, place, email = dropoff
+    pin, scan, signature = dropoff_verification
+    return DropIn(
+        client_order_id,
+        external_waybill,
+        name,
+        phone,
+        place,
+        pin,
+        sandbox_scenario,
+        dropoff_window,
+        notes or None,
+        undeliverable_action or UNDELIVERABLE_ACTIONS[0],
+        parcel,
+        cod,
+        email,
+        scan,
+        signature,
+    )
+
+
+DROP = Shape(
+    "Drop",
+    [
+        ShapeField(
+            "client_order_id",
+            Text(MAX_ID),
+            required=True,
+            help="Your reference for this drop; unique among your active drops.",
+        ),
+        ShapeField(
+            "external_waybill", Text(MAX_WAYBILL), help="Echoed in results; null if absent."
+        ),
+        ShapeField(
+            "dropoff",
+            Object(RECIPIENT, "Must be an object (the recipient)."),
+            required=True,
+            help="The recipient.",
+        ),
+        ShapeField(
+            "dropoff_verification",
+            Verification(
+                VERIFICATION, 'Must be an object of booleans such as {"pin": true, "scan": true}.'
+            ),
+            default=NO_VERIFICATION,
+            help='{"pin": true}: delivered only against a 4-digit PIN, given back as '
+            'dropoff_pin in the accepted result. {"scan": true}: the courier scans the '
+            'label\'s short_code at pickup and drop-off. {"signature": true}: the recipient '
+            "signs in the courier's app.",
+        ),
+        ShapeField(
+            "sandbox_scenario",
+            Choice(SANDBOX_SCENARIOS),
+            help="Sandbox keys only (a live key gets 400): the test driver walks the drop "
+            "by itself (docs/sandbox.md). Default manual.",
+        ),
+        ShapeField(
+            "dropoff_window",
+            Window(WINDOW, 'Must be an object such as {"start": "…Z", "end": "…Z"}.'),
+            help="When the recipient expects the drop (docs/contract.md §17). A missing or "
+            "malformed start or end is 400; a window shorter than MIN_WINDOW_MINUTES (30), "
+            "ending before the earliest possible arrival (the ETA model from the pickup time) "
+            "or starting more than MAX_SCHEDULE_DAYS (7) days ahead rejects the drop with "
+            "INVALID_TIME_WINDOW. The ETA's dropoff_at is never before start.",
+        ),
+        ShapeField(
+            "notes",
+            Text(MAX_NOTES),
+            help="Instructions for the courier (e.g. a gate code): in tracking entries, the "
+            "dashboard and the operator console, never on the recipient's page. null or "
+            "empty: none.",
+        ),
+        ShapeField(
+            "undeliverable_action",
+            Choice(UNDELIVERABLE_ACTIONS),
+            default=UNDELIVERABLE_ACTIONS[0],
+            help="What happens to the parcel when delivery fails (docs/contract.md §19): "
+            "return (the default: back to the pickup) or dispose.",
+        ),
+        ShapeField(
+            "parcel",
+            Parcels(PARCEL, 'Must be an object such as {"size": "M", "weight_kg": 2.5}.'),
+            help="What is carried (§18).",
+        ),
+        ShapeField(
+            "cod",
+            CashOnDelivery(COD, 'Must be an object such as {"amount": "12.50"}.'),
+            help="Cash to collect at the door (§18).",
+        ),
+    ],
+    stops="dropoff",  # without a recipient, the rest of the drop is not read
+    build=_drop,
+)
+
+
+def _group(pickup, dropoff, vehicle) -> GroupIn | None:
+    if pickup is None:
+        return None
+    drops = [drop for drop in dropoff if drop is not None]
+    # A vehicle that is not a code is said, and the default tried.
+    return GroupIn(pickup, drops, vehicle_code=vehicle or DEFAULT_VEHICLE)
+
+
+GROUP = Shape(
+    "PickupGroup",
+    [
+        ShapeField("pickup", Object(PICKUP, "Must be an object."), required=True),
+        ShapeField(
+            "dropoff",
+            Array(Object(DROP, "Must be an object."), "Must be a non-empty array of drops."),
+            required=True,
+            default=(),
+            help="One or more drops.",
+        ),
+        ShapeField(
+            "vehicle",
+            VehicleCode(),
+            default=DEFAULT_VEHICLE,
+            help="An active vehicle type's code (GET /vehicle-types); default motorbike. "
+            "Unknown or inactive: 400 VALIDATION_ERROR naming orders[i].vehicle. Its "
+            "multiplier is in its drops' prices; its limits decide PARCEL_TOO_LARGE.",
+        ),
+    ],
+    build=_group,
+)
+
+
+def _check_size(orders: list) -> None:
+    """At most MAX_DROPS_PER_BATCH drops, refused before any drop is read."""
+    limit = settings.MAX_DROPS_PER_BATCH
+    if len(orders) > limit:
+        # Every group carries at least one drop, so no group past the limit can be valid.
+        raise validation_error(
+            [{"field": "orders", "message": f"At most {limit} drops; got {len(orders)} groups."}]
+        )
+    total = sum(
+        len(g["dropoff"])
+        for g in orders
+        if isinstance(g, dict) and isinstance(g.get("dropoff"), list)
+    )
+    if total > limit:
+        raise validation_error(
+            [{"field": "orders", "message": f"At most {limit} drops; got {total}."}]
+        )
+
+
+CLIENT_BATCH_ID = ShapeField(
+    "client_batch_id",
+    Text(MAX_ID),
+    required=True,
+    help="Your reference for the batch; unique per business and environment for good.",
+)
+ORDERS = ShapeField(
+    "orders",
+    Array(
+        Object(GROUP, "Must be an object with pickup and dropoff."),
+        "Must be a non-empty array of pickup groups.",
+        before=_check_size,
+    ),
+    required=True,
+    default=(),
+    help=f"Pickup groups; at most {settings.MAX_DROPS_PER_BATCH} drops in all.",
+)
+QUOTE_REQUEST = Shape("QuoteRequest", [CLIENT_BATCH_ID, ORDERS])
+# A quote_id is read in a quote's body too (the same parser): it only has no use there.
+BATCH_REQUEST = Shape(
+    "BatchRequest",
+    [
+        CLIENT_BATCH_ID,
+        ShapeField(
+            "quote_id",
+            Text(MAX_ID, blank=False, doc=serializers.UUIDField),
+            null=False,
+            help="A quote of this same body (less quote_id): its prices are charged. "
+            "Unexpired, this account's, backing no other batch; else 409 QUOTE_EXPIRED / "
+            "QUOTE_USED / QUOTE_MISMATCH or 404 NOT_FOUND.",
+        ),
+        ORDERS,
+    ],
+)
 
 
 def parse_batch(body: Any) -> BatchIn:
@@ -459,24 +786,15 @@ def parse_batch(body: Any) -> BatchIn:
     if not isinstance(body, dict):
         raise validation_error([{"field": "", "message": "The body must be a JSON object."}])
     errors = FieldErrors()
-    client_batch_id = errors.text(body, "client_batch_id", "", MAX_ID)
-    if "quote_id" in body:
-        errors.text(body, "quote_id", "", MAX_ID)
-    orders = body.get("orders")
-    if not isinstance(orders, list) or not orders:
-        errors.add("orders", "Must be a non-empty array of pickup groups.")
-        orders = []
-    _check_size(orders)
-    groups: dict[int, GroupIn] = {}
-    for gi, group in enumerate(orders):
-        parsed_group = _group_in(errors, group, f"orders[{gi}]")
-        if parsed_group is not None:
-            groups[gi] = parsed_group
+    values = BATCH_REQUEST.read(errors, body, "")
+    groups = {gi: group for gi, group in enumerate(values["orders"]) if group is not None}
     if groups:
         _choose_vehicles(errors, groups)
     if errors.items:
         raise validation_error(errors.items, errors.more)
-    parsed = BatchIn(client_batch_id, list(groups.values()), fingerprint=fingerprint_of(body))
+    parsed = BatchIn(
+        values["client_batch_id"], list(groups.values()), fingerprint=fingerprint_of(body)
+    )
     if "quote_id" in body:
         parsed.quoted_fingerprint = fingerprint_of(
             {key: value for key, value in body.items() if key != "quote_id"}
@@ -500,100 +818,6 @@ def _choose_vehicles(errors: FieldErrors, groups: dict[int, GroupIn]) -> None:
                 f"orders[{gi}].vehicle",
                 f"{group.vehicle_code!r} is not an active vehicle type (active: {names}).",
             )
-
-
-def _check_size(orders: list) -> None:
-    """At most MAX_DROPS_PER_BATCH drops, refused before any drop is read."""
-    limit = settings.MAX_DROPS_PER_BATCH
-    if len(orders) > limit:
-        # Every group carries at least one drop, so no group past the limit can be valid.
-        raise validation_error(
-            [{"field": "orders", "message": f"At most {limit} drops; got {len(orders)} groups."}]
-        )
-    total = sum(
-        len(g["dropoff"])
-        for g in orders
-        if isinstance(g, dict) and isinstance(g.get("dropoff"), list)
-    )
-    if total > limit:
-        raise validation_error(
-            [{"field": "orders", "message": f"At most {limit} drops; got {total}."}]
-        )
-
-
-def _group_in(errors: FieldErrors, group: Any, gpath: str) -> GroupIn | None:
-    """One pickup group, or None when its pickup is not an object (the error noted)."""
-    if not isinstance(group, dict):
-        errors.add(gpath, "Must be an object with pickup and dropoff.")
-        return None
-    pickup = group.get("pickup")
-    pickup_in = None
-    if not isinstance(pickup, dict):
-        errors.add(f"{gpath}.pickup", "Must be an object.")
-    else:
-        ppath = f"{gpath}.pickup"
-        pickup_in = PickupIn(
-            name=errors.text(pickup, "name", ppath, MAX_NAME),
-            phone=pickup.get("phone"),
-            place=errors.place(pickup, ppath),
-            scheduled_at=errors.scheduled_at(pickup, ppath),
-        )
-    dropoff = group.get("dropoff")
-    drops: list[DropIn] = []
-    if not isinstance(dropoff, list) or not dropoff:
-        errors.add(f"{gpath}.dropoff", "Must be a non-empty array of drops.")
-        dropoff = []
-    for di, drop in enumerate(dropoff):
-        drop_in = _drop_in(errors, drop, f"{gpath}.dropoff[{di}]")
-        if drop_in is not None:
-            drops.append(drop_in)
-    if pickup_in is None:
-        return None
-    parsed = GroupIn(pickup=pickup_in, drops=drops)
-    vehicle = group.get("vehicle")
-    if vehicle is not None:
-        if isinstance(vehicle, str) and 0 < len(vehicle) <= MAX_VEHICLE_CODE:
-            parsed.vehicle_code = vehicle
-        else:
-            errors.add(f"{gpath}.vehicle", "Must be a vehicle type's code, such as motorbike.")
-    return parsed
-
-
-def _drop_in(errors: FieldErrors, drop: Any, dpath: str) -> DropIn | None:
-    if not isinstance(drop, dict):
-        errors.add(dpath, "Must be an object.")
-        return None
-    client_order_id = errors.text(drop, "client_order_id", dpath, MAX_ID)
-    waybill = errors.text(drop, "external_waybill", dpath, MAX_WAYBILL, required=False)
-    recipient = drop.get("dropoff")
-    rpath = f"{dpath}.dropoff"
-    if not isinstance(recipient, dict):
-        errors.add(rpath, "Must be an object (the recipient).")
-        return None
-    parsed = DropIn(
-        client_order_id=client_order_id,
-        external_waybill=waybill,
-        name=errors.text(recipient, "name", rpath, MAX_NAME),
-        phone=recipient.get("phone"),
-        place=errors.place(recipient, rpath),
-        wants_pin=errors.verification(drop, dpath),
-        scenario=errors.scenario(drop, dpath),
-    )
-    # The commitments of docs/contract.md §17 and §19 are optional; most drops carry none,
-    # and a key that is absent costs one lookup here.
-    if "email" in recipient:
-        parsed.email = errors.email(recipient, rpath)
-    if "dropoff_window" in drop:
-        parsed.window = errors.window(drop, dpath)
-    if "notes" in drop:
-        parsed.notes = errors.notes(drop, dpath)
-    if "undeliverable_action" in drop:
-        parsed.undeliverable_action = errors.undeliverable_action(drop, dpath)
-    if "parcel" in drop:
-        parsed.parcel = errors.parcel(drop, dpath)
-    if "cod" in drop:
-        parsed.cod = errors.cod(drop, dpath)
-    return parsed
 
 
 class BatchesQuery(Input):

@@ -6,7 +6,8 @@ permutation, and each id is encrypted once, so to anyone without the key a token
 random bits: it cannot be guessed, and it says nothing of the id. The token is therefore
 not stored. It is made from the id wherever a link is shown, and turned back into the id
 when a recipient opens one, so the page finds its drop by primary key; a new drop is not
-written to a unique index of random tokens (issue 18, docs/decisions.md).
+written to a unique index of random tokens (docs/decisions.md, "Tracking links are the
+drop's id sealed with AES, not stored tokens").
 
 Rotating SECRET_KEY changes every drop's link; links made under a key in
 SECRET_KEY_FALLBACKS keep opening their page, as Django's own signed values do. Tokens

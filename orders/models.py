@@ -11,6 +11,8 @@ from django.db.models import F, Q
 from accounts.models import Environment
 from core.ids import uuid7
 from fleet.models import DEFAULT_VEHICLE, ParcelSize
+from orders.short_codes import SHORT_CODE_LENGTH, SHORT_CODE_UNIQUE, NewShortCode
+from orders.statuses import ACTIVE_STATUSES, FINISHED_STATUSES, INITIAL_STATUSES, DropStatus
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
 
@@ -20,18 +22,6 @@ class BatchStatus(models.TextChoices):
     COMPLETED = "COMPLETED", "Completed"
     PARTIAL = "PARTIAL", "Partial"
     FAILED = "FAILED", "Failed"
-
-
-class DropStatus(models.TextChoices):
-    SCHEDULED = "SCHEDULED", "Scheduled"
-    PENDING = "PENDING", "Pending"
-    ASSIGNED = "ASSIGNED", "Assigned"
-    PICKED_UP = "PICKED_UP", "Picked up"
-    DELIVERED = "DELIVERED", "Delivered"
-    FAILED = "FAILED", "Failed"
-    RETURNING = "RETURNING", "Returning"
-    RETURNED = "RETURNED", "Returned"
-    CANCELLED = "CANCELLED", "Cancelled"
 
 
 class FailureReason(models.TextChoices):
@@ -45,6 +35,7 @@ class FailureReason(models.TextChoices):
 class ProofMethod(models.TextChoices):
     PIN = "pin", "PIN"
     PHOTO = "photo", "Photo"
+    SIGNATURE = "signature", "Signature"
     NONE = "none", "None"
 
 
@@ -73,21 +64,6 @@ class SandboxScenario(models.TextChoices):
     CANCEL_BY_COURIER = "cancel_by_courier", "Cancelled by the courier"
 
 
-ACTIVE_STATUSES = (
-    DropStatus.SCHEDULED,
-    DropStatus.PENDING,
-    DropStatus.ASSIGNED,
-    DropStatus.PICKED_UP,
-    DropStatus.RETURNING,
-)
-FINISHED_STATUSES = (
-    DropStatus.DELIVERED,
-    DropStatus.FAILED,
-    DropStatus.RETURNED,
-    DropStatus.CANCELLED,
-)
-# The statuses a drop is created in (initial_status): SCHEDULED when its pickup is scheduled.
-INITIAL_STATUSES = (DropStatus.SCHEDULED, DropStatus.PENDING)
 # A drop as the bulk call wrote it and nothing has changed since: still in the status it was
 # created in, and updated_at still its created_at. Every move stamps updated_at
 # (tracking.lifecycle), so a drop that has moved is never one of these, whatever its status.
@@ -207,45 +183,6 @@ class Quote(models.Model):
         return [None if price is None else Decimal(price) for price in self.prices]
 
 
-class Driver(models.Model):
-    """A courier (docs/contract.md §20): who carries an order. One signs in to the courier app
-    with phone and password (a password hash; none: cannot sign in); the sandbox test driver
-    is the simulated one. Deactivated, a courier's sessions and tokens stop working."""
-
-    name = models.CharField(max_length=200)
-    phone = models.CharField(max_length=20, help_text="E.164, e.g. +85512345678: the sign-in.")
-    is_sandbox_test_driver = models.BooleanField(default=False)
-    active = models.BooleanField(default=True)
-    vehicle = models.CharField(
-        max_length=20,
-        default=DEFAULT_VEHICLE,
-        db_default=DEFAULT_VEHICLE,
-        help_text="A vehicle type's code (fleet): what the courier rides.",
-    )
-    password = models.CharField(max_length=128, blank=True, default="", db_default="")
-    online = models.BooleanField(default=False, db_default=False)
-    online_changed_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        verbose_name = "courier"
-        constraints = [
-            # One built-in test driver: the first concurrent sandbox advances race to create it.
-            models.UniqueConstraint(
-                fields=["is_sandbox_test_driver"],
-                condition=Q(is_sandbox_test_driver=True),
-                name="one_sandbox_test_driver",
-            ),
-            # The phone is the sign-in: one courier per phone among those who can sign in.
-            models.UniqueConstraint(
-                fields=["phone"], condition=~Q(password=""), name="courier_phone_signs_in_once"
-            ),
-        ]
-        permissions = [("manage_courier", "Can create couriers and set their passwords")]
-
-    def __str__(self) -> str:
-        return self.name
-
-
 class Order(models.Model):
     """One pickup group with at least one accepted drop: one driver runs it."""
 
@@ -264,7 +201,8 @@ class Order(models.Model):
     pickup_address = models.JSONField(null=True, blank=True)
     pickup_resolved = models.BooleanField(default=False, help_text="Pin came from the geocoder.")
     pickup_scheduled_at = models.DateTimeField(null=True, blank=True)
-    driver = models.ForeignKey(Driver, null=True, blank=True, on_delete=models.PROTECT)
+    # The courier (couriers.Driver), named by string: orders sits below couriers (no import).
+    driver = models.ForeignKey("couriers.Driver", null=True, blank=True, on_delete=models.PROTECT)
     # The vehicle type's code (fleet.VehicleType, docs/contract.md §18), checked against the
     # active types when the batch is read. A code, not a foreign key: types are never deleted
     # (the console forbids it), and the batch's COPY stays free of a check per order.
@@ -340,14 +278,21 @@ class Drop(models.Model):
     # Proof of delivery: the PIN the recipient gives the courier, when the drop asked for one.
     dropoff_pin = models.CharField(max_length=4, null=True, blank=True)  # noqa: DJ001
     pin_attempts = models.PositiveSmallIntegerField("wrong PIN attempts", default=0, db_default=0)
+    # docs/contract.md §24: the courier's PICKED_UP and DELIVERED moves carry the label's code
+    # (short_code); the DELIVERED move carries the recipient's signature, drawn in the app.
+    needs_scan = models.BooleanField(default=False, db_default=False)
+    needs_signature = models.BooleanField(default=False, db_default=False)
     pod_method = models.CharField(  # noqa: DJ001
-        "proof of delivery", max_length=5, choices=ProofMethod.choices, null=True, blank=True
+        "proof of delivery", max_length=9, choices=ProofMethod.choices, null=True, blank=True
     )
     pod_received_by = models.CharField(  # noqa: DJ001
         "received by", max_length=200, null=True, blank=True
     )
     pod_photo = models.FileField(  # noqa: DJ001
         "delivery photo", upload_to="proof/%Y/%m/", null=True, blank=True
+    )
+    pod_signature = models.FileField(  # noqa: DJ001
+        "delivery signature", upload_to="proof/%Y/%m/", null=True, blank=True
     )
     failure_reason = models.CharField(  # noqa: DJ001
         max_length=21, choices=FailureReason.choices, null=True, blank=True
@@ -369,7 +314,7 @@ class Drop(models.Model):
     window_start = models.DateTimeField(null=True, blank=True)
     window_end = models.DateTimeField(null=True, blank=True)
     notes = models.CharField(max_length=500, null=True, blank=True)  # noqa: DJ001
-    # Kept current by every move and every minute (tracking/windows.py): GET /orders filters
+    # Kept current by every move and every minute (tracking/window_watch.py): GET /orders filters
     # on it through its own index. While on_track, window_risk_at is when the ETA passes the
     # window's end if nothing moves (the ETA model only grows with time until a move), so the
     # minute's job finds the drops turning at_risk by index; window_alerted once it has said so.
@@ -404,6 +349,11 @@ class Drop(models.Model):
     cod_amount = models.DecimalField(**MONEY, null=True, blank=True)
     cod_fee = models.DecimalField(**MONEY, default=Decimal("0.00"), db_default=Decimal("0.00"))
     cod_collected_at = models.DateTimeField(null=True, blank=True)
+    # docs/contract.md §24: what the label's barcode and QR code carry (orders/short_codes.py).
+    # A batch sends its own; the database makes one for any other drop.
+    short_code = models.CharField(
+        max_length=SHORT_CODE_LENGTH, db_default=NewShortCode(), editable=False
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -414,10 +364,14 @@ class Drop(models.Model):
                 condition=Q(status__in=ACTIVE_STATUSES),
                 name="client_order_id_active_once",
             ),
+            # A short code names one drop of an environment: a scan finds it by this index.
+            # The code first: a lookup by code reads it, and no read by environment alone does.
+            models.UniqueConstraint(fields=["short_code", "environment"], name=SHORT_CODE_UNIQUE),
         ]
         # Lookups by client_order_id (tracking, cancel) read active drops through the unique
         # index above and finished ones through this one: a new drop (always active) is
-        # written to one of the two, not to an index of every drop (issue 18).
+        # written to one of the two, not to an index of every drop (docs/decisions.md,
+        # "Drops carry only the indexes a query uses").
         indexes = [
             models.Index(
                 fields=["business", "environment", "client_order_id"],
@@ -431,8 +385,9 @@ class Drop(models.Model):
                 name="drop_listing_by_created",
             ),
             # The sync order's index holds only drops changed since created: a new drop is
-            # written to none of it (issue 18). Unchanged drops have updated_at = created_at
-            # and are read, in that order, from the index above (tracking/listing.py).
+            # written to none of it. Unchanged drops have updated_at = created_at and are
+            # read, in that order, from the index above (tracking/listing.py;
+            # docs/decisions.md, "A listing page is one index range per status").
             models.Index(
                 fields=["business", "environment", "status", "updated_at", "id"],
                 condition=~UNCHANGED_SINCE_CREATED,
@@ -445,7 +400,7 @@ class Drop(models.Model):
                 condition=Q(window_status__isnull=False),
                 name="drop_listing_by_window",
             ),
-            # The minute's job (tracking/windows.py): the drops on track whose ETA has passed
+            # The minute's job (tracking/window_watch.py): the drops on track whose ETA has passed
             # their window's end, found by when that happens.
             models.Index(
                 fields=["window_risk_at"],

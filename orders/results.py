@@ -27,6 +27,7 @@ class ResultEntry:
     # Accepted entries only:
     pass_order_id: str | None = None
     drop_id: str | None = None
+    short_code: str | None = None  # the label's code; None in answers stored before codes
     price: Decimal | None = None
     currency: str | None = None
     tracking_url: str | None = None
@@ -51,6 +52,7 @@ class ResultEntry:
             status=wire["status"],
             pass_order_id=wire.get("pass_order_id"),
             drop_id=wire.get("drop_id"),
+            short_code=wire.get("short_code"),
             price=None if price is None else Decimal(price),
             currency=wire.get("currency"),
             tracking_url=wire.get("tracking_url"),

@@ -1,11 +1,11 @@
 """POST /orders/bulk, GET /batches and /batches/<id> on the wire: their OpenAPI description.
 
-Documentation only. The bulk body is parsed by hand (orders/inputs.py), 16× faster than
-nested serializers, and the results are built by the services; tests/api_docs
-(Schemathesis included) keep this description and that code in step. The
-request shapes describe exactly what is refused with 400: a value that is only wrong for
-one drop (a bad phone, a pin outside the area) is not a schema violation, it is a
-`rejected` entry inside a 200.
+Documentation only. The request bodies are described by the serializers their one
+declaration makes (orders/inputs.py, core.shapes): the tables the parser reads, so the
+description says exactly what is refused with 400. A value that is only wrong for one drop
+(a bad phone, a pin outside the area) is not a schema violation, it is a `rejected` entry
+inside a 200. The results are built by the services; tests/api_docs (Schemathesis
+included) keep this description and that code in step.
 """
 
 from __future__ import annotations
@@ -25,30 +25,25 @@ from core.openapi import (
     failure,
     money,
     operation,
-    schema_field,
     success,
 )
-from core.serializers import NO_NUL, optional_text, text
+from core.serializers import NO_NUL
 from orders.decisions import Reason
 from orders.inputs import (
-    MAX_ADDRESS_CHARS,
-    MAX_ADDRESS_FIELD_NAME,
+    ADDRESS,
+    BATCH_REQUEST,
+    COD,
     MAX_ADDRESS_FIELDS,
     MAX_ADDRESS_PART,
-    MAX_EMAIL,
-    MAX_ID,
-    MAX_NAME,
-    MAX_NOTES,
-    MAX_PARCEL_DESCRIPTION,
-    MAX_VEHICLE_CODE,
-    MAX_WAYBILL,
-    MAX_WEIGHT_KG,
-    PARCEL_SIZES,
-    SANDBOX_SCENARIOS,
+    PARCEL,
+    QUOTE_REQUEST,
     UNDELIVERABLE_ACTIONS,
+    VERIFICATION,
+    WINDOW,
     BatchesQuery,
 )
 from orders.models import BatchStatus, DropStatus, WindowStatus
+from orders.short_codes import SHORT_CODE_HELP, SHORT_CODE_PATTERN
 
 # Named enums (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] points here).
 FAILURE_REASONS = [reason.name for reason in Reason]
@@ -57,125 +52,15 @@ BATCH_STATUSES = [s for s in BatchStatus.values if s != BatchStatus.PROCESSING]
 WINDOW_STATUSES = list(WindowStatus.values)
 UNDELIVERABLE_ACTION_VALUES = list(UNDELIVERABLE_ACTIONS)
 
-# --- Requests -----------------------------------------------------------------------
+# --- Requests: made from their one declaration (orders/inputs.py) ----------------------
 
-
-class Address(serializers.Serializer):
-    """The geocoder reads complete_address (and city); any other field must be a string too."""
-
-    # "Any other field" is additionalProperties, which describe_address() adds.
-    complete_address = optional_text(MAX_ADDRESS_PART, allow_null=False)
-    city = optional_text(MAX_ADDRESS_PART, allow_null=False)
-    country = optional_text(MAX_ADDRESS_PART, allow_null=False)
-
-
-_ADDRESS_HELP = (
-    f"An object of strings (each at most {MAX_ADDRESS_PART} characters, no NUL); other string "
-    f"fields are kept too: at most {MAX_ADDRESS_FIELDS} fields, names of 1 to "
-    f"{MAX_ADDRESS_FIELD_NAME} characters, {MAX_ADDRESS_CHARS} characters in all (names and "
-    "values). Used when no coordinates are given: forward-geocoded, and the pin is echoed "
-    "as resolved_pin. null counts as absent."
-)
-_PHONE_HELP = (
-    "E.164 string, e.g. +85512345678. Not checked at request level: a missing or invalid "
-    "phone rejects the drop with INVALID_PHONE (a pickup's: every drop of its group)."
-)
-_COORD_HELP = (
-    "Number ({}). Give lat and long together, or an address. A missing partner, a "
-    "non-number, out of range or exactly (0, 0) rejects the drop with INVALID_COORDINATES; "
-    "null counts as absent. Coordinates win over an address."
-)
-
-
-def phone(example: str) -> serializers.Field:
-    # Typed so that a generated client types it; a wrong value still only rejects the drop.
-    return schema_field({"type": "string", "example": example})(
-        required=False, help_text=_PHONE_HELP
-    )
-
-
-def coordinate(example: float, meaning: str) -> serializers.Field:
-    return schema_field({"type": "number", "format": "double", "example": example})(
-        required=False, allow_null=True, help_text=_COORD_HELP.format(meaning)
-    )
-
-
-class Pickup(serializers.Serializer):
-    name = text(MAX_NAME)
-    phone = phone("+85512345678")
-    lat = coordinate(11.5564, "latitude, -90..90")
-    long = coordinate(104.9282, "longitude, -180..180")
-    address = Address(required=False, allow_null=True, help_text=_ADDRESS_HELP)
-    pickup_scheduled_at = serializers.DateTimeField(
-        required=False,
-        allow_null=True,
-        help_text=(
-            "ISO 8601 with a time zone (e.g. 2026-01-31T09:30:00Z). Absent: pickup now, "
-            "the drops start PENDING; given: they start SCHEDULED. In the past: "
-            "SCHEDULE_IN_PAST; outside the area's opening hours: OUTSIDE_OPERATING_HOURS."
-        ),
-    )
-
-
-class Recipient(serializers.Serializer):
-    name = text(MAX_NAME)
-    phone = phone("+85512345679")
-    email = serializers.CharField(
-        required=False,
-        allow_null=True,
-        max_length=MAX_EMAIL,
-        help_text=(
-            "Optional: the recipient's email, for the notifications the business switches "
-            "on (docs/notifications.md). Not an address: 400 VALIDATION_ERROR."
-        ),
-    )
-    lat = coordinate(11.5696, "latitude, -90..90")
-    long = coordinate(104.9210, "longitude, -180..180")
-    address = Address(required=False, allow_null=True, help_text=_ADDRESS_HELP)
-
-
-class DropoffVerification(serializers.Serializer):
-    pin = serializers.BooleanField(required=False, default=False)
-
-
-class DropoffWindow(serializers.Serializer):
-    """docs/contract.md §17: both times, each ISO 8601 with a zone; no other field."""
-
-    start = serializers.DateTimeField(help_text="The window opens (ISO 8601 with a time zone).")
-    end = serializers.DateTimeField(help_text="The window closes (ISO 8601 with a time zone).")
-
-
-class Parcel(serializers.Serializer):
-    """docs/contract.md §18: every field optional; size S and 1 kg when not said."""
-
-    size = serializers.ChoiceField(
-        choices=list(PARCEL_SIZES),
-        required=False,
-        help_text="S (an envelope) to XL (furniture); default S. Above the group's vehicle's "
-        "size: PARCEL_TOO_LARGE.",
-    )
-    weight_kg = serializers.FloatField(
-        required=False,
-        help_text=f"Above 0 and at most {MAX_WEIGHT_KG}, kept to the gram; default 1. Above the "
-        "vehicle's per-parcel limit, or taking the group's accepted load (in submission order) "
-        "past the vehicle's: PARCEL_TOO_LARGE. A drop without a parcel is not weighed.",
-    )
-    description = optional_text(MAX_PARCEL_DESCRIPTION, help_text="What it is.")
-    value = serializers.RegexField(
-        r"^[0-9]{1,10}(\.[0-9]{1,2})?$",
-        required=False,
-        allow_null=True,
-        help_text='What it is worth, a money string such as "25.00" (for your records).',
-    )
-
-
-class CashOnDelivery(serializers.Serializer):
-    amount = serializers.CharField(
-        help_text="The cash the courier collects, a money string in the account's currency, "
-        'e.g. "12.50". Not above zero, more than two decimals, not a string, or above '
-        "COD_MAX_AMOUNT (500.00): the drop is rejected INVALID_COD. The plan's cod_fee_percent "
-        "of it is added to the price.",
-    )
+Address = ADDRESS.serializer()
+DropoffVerification = VERIFICATION.serializer()
+DropoffWindow = WINDOW.serializer()
+Parcel = PARCEL.serializer()
+CashOnDelivery = COD.serializer()
+QuoteRequest = QUOTE_REQUEST.serializer()
+BatchRequest = BATCH_REQUEST.serializer()
 
 
 class PriceBreakdown(serializers.Serializer):
@@ -187,89 +72,6 @@ class PriceBreakdown(serializers.Serializer):
     )
     cod_fee = money(
         help_text="The plan's cod_fee_percent of the COD amount, half-up; 0.00 without."
-    )
-
-
-class Drop(serializers.Serializer):
-    client_order_id = text(
-        MAX_ID,
-        help_text="Your reference for this drop; unique among your active drops.",
-    )
-    external_waybill = optional_text(MAX_WAYBILL, help_text="Echoed in results; null if absent.")
-    dropoff = Recipient(help_text="The recipient.")
-    dropoff_verification = DropoffVerification(
-        required=False,
-        allow_null=True,
-        help_text='{"pin": true}: delivered only against a 4-digit PIN, given back as '
-        "dropoff_pin in the accepted result.",
-    )
-    sandbox_scenario = serializers.ChoiceField(
-        choices=list(SANDBOX_SCENARIOS),
-        required=False,
-        allow_null=True,
-        help_text="Sandbox keys only (a live key gets 400): the test driver walks the drop "
-        "by itself (docs/sandbox.md). Default manual.",
-    )
-    dropoff_window = DropoffWindow(
-        required=False,
-        allow_null=True,
-        help_text="When the recipient expects the drop (docs/contract.md §17). A missing or "
-        "malformed start or end is 400; a window shorter than MIN_WINDOW_MINUTES (30), ending "
-        "before the earliest possible arrival (the ETA model from the pickup time) or starting "
-        "more than MAX_SCHEDULE_DAYS (7) days ahead rejects the drop with INVALID_TIME_WINDOW. "
-        "The ETA's dropoff_at is never before start.",
-    )
-    notes = optional_text(
-        MAX_NOTES,
-        help_text="Instructions for the courier (e.g. a gate code): in tracking entries, the "
-        "dashboard and the operator console, never on the recipient's page. null or empty: none.",
-    )
-    undeliverable_action = serializers.ChoiceField(
-        choices=UNDELIVERABLE_ACTION_VALUES,
-        required=False,
-        allow_null=True,
-        help_text="What happens to the parcel when delivery fails (docs/contract.md §19): "
-        "return (the default: back to the pickup) or dispose.",
-    )
-    parcel = Parcel(required=False, allow_null=True, help_text="What is carried (§18).")
-    cod = CashOnDelivery(
-        required=False, allow_null=True, help_text="Cash to collect at the door (§18)."
-    )
-
-
-class PickupGroup(serializers.Serializer):
-    pickup = Pickup()
-    vehicle = serializers.CharField(
-        required=False,
-        allow_null=True,
-        max_length=MAX_VEHICLE_CODE,
-        help_text="An active vehicle type's code (GET /vehicle-types); default motorbike. "
-        "Unknown or inactive: 400 VALIDATION_ERROR naming orders[i].vehicle. Its multiplier "
-        "is in its drops' prices; its limits decide PARCEL_TOO_LARGE.",
-    )
-    dropoff = serializers.ListField(child=Drop(), min_length=1, help_text="One or more drops.")
-
-
-class QuoteRequest(serializers.Serializer):
-    client_batch_id = text(
-        MAX_ID,
-        help_text="Your reference for the batch; unique per business and environment for good.",
-    )
-    orders = serializers.ListField(
-        child=PickupGroup(),
-        min_length=1,
-        help_text=f"Pickup groups; at most {settings.MAX_DROPS_PER_BATCH} drops in all.",
-    )
-
-
-class BatchRequest(QuoteRequest):
-    quote_id = serializers.UUIDField(
-        required=False,
-        help_text=(
-            "A quote of this same body (less quote_id): its prices are charged. Unexpired, "
-            "this account's, backing no other batch; else 409 QUOTE_EXPIRED / QUOTE_USED / "
-            "QUOTE_MISMATCH or 404 NOT_FOUND."
-        ),
     )
 
 
@@ -293,6 +95,12 @@ class AcceptedOrder(serializers.Serializer):
     status = const("accepted")
     pass_order_id = serializers.UUIDField(help_text="The order (pickup group) it belongs to.")
     drop_id = serializers.UUIDField()
+    short_code = serializers.RegexField(
+        SHORT_CODE_PATTERN,
+        required=False,
+        help_text=f"{SHORT_CODE_HELP} Always here, but in the stored answers of batches "
+        "sent before short codes existed (replayed as they were).",
+    )
     price = money(help_text="What is charged: price_breakdown's delivery + cod_fee.")
     price_breakdown = PriceBreakdown()
     currency = serializers.CharField()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import NamedTuple
+from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -27,7 +27,6 @@ from core.ids import uuid7, uuid7_texts
 from core.writes import insert_chunks, insert_rows
 from events.models import EventType
 from events.services import record_events
-from fleet.models import DEFAULT_VEHICLE
 from geo.geocoders import Pin, geocode_addresses
 from geo.services import Coverage, load_coverage
 from orders.decisions import (
@@ -48,23 +47,21 @@ from orders.errors import (
     QuoteNotFound,
     QuoteUsed,
 )
-from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, BatchIn, Place
+from orders.inputs import BatchIn, Place
 from orders.links import new_pin, tracking_tokens, tracking_url
 from orders.models import (
-    ACTIVE_STATUSES,
     Batch,
     BatchStatus,
     Drop,
     IdempotencyRecord,
     Order,
     Quote,
-    SandboxScenario,
-    UndeliverableAction,
-    initial_status,
 )
 from orders.results import ACCEPTED, REJECTED, ResultEntry, entries_of, stored_entries
+from orders.rows import BatchShared, Decided, DropRow, OrderRow, drop_row, order_rows
+from orders.short_codes import SHORT_CODE_UNIQUE, new_short_codes
 from orders.signals import scenarios_started
-from orders.windows import ON_TRACK
+from orders.statuses import ACTIVE_STATUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +345,8 @@ def _decide_and_write(
 
     Deciding happens under the lock, against the wallet as it is (orders.decisions.Decider),
     and as the drops' COPY goes: the database stores one chunk while the next is decided and
-    made (issue 18). No client_order_id is looked up first: looking 1000 ids up costs more
+    made (docs/decisions.md, "Drops are decided inside the COPY's stream, under the account
+    lock"). No client_order_id is looked up first: looking 1000 ids up costs more
     than writing them. The partial unique index `client_order_id_active_once` checks them
     as the drops go in; when it refuses one, the write is rolled back to a savepoint and
     done again knowing the ids that are taken, read under the lock. When it refuses none,
@@ -359,8 +357,7 @@ def _decide_and_write(
     business, environment = row.business, row.environment
     decider = decider_for(state)
     try:
-        with transaction.atomic():  # a savepoint
-            written = _write_drops(row, decider, till)
+        written = _write_coded(row, decider, lambda: decider_for(state), till)
     except IntegrityError:
         till.charges.clear()
         groups = decider.batch.groups
@@ -369,9 +366,40 @@ def _decide_and_write(
         )
         if not taken:
             raise  # no id is taken: a fault, not a decision
-        return _write_drops(row, decider_for(replace(state, taken=taken)), till)
+        retaken = replace(state, taken=taken)
+        return _write_coded(row, decider_for(retaken), partial(decider_for, retaken), till)
     _name_duplicates_refused_for_balance(written, business, environment)
     return written
+
+
+# How many times a batch draws its drops' short codes before a repeat is taken for a fault.
+SHORT_CODE_DRAWS = 3
+
+
+def _write_coded(
+    row: Batch, decider: Decider, decider_again: Callable[[], Decider], till: Till
+) -> Written:
+    """_write_drops in a savepoint. When the unique index finds a short code an existing drop
+    of the environment has (60 random bits: astronomically rare), the drops are decided
+    again by a new decider, which draws new codes (decide): never an error for the caller.
+    Any other refusal is raised."""
+    for _ in range(SHORT_CODE_DRAWS - 1):
+        try:
+            with transaction.atomic():  # a savepoint
+                return _write_drops(row, decider, till)
+        except IntegrityError as refused:
+            if _constraint_of(refused) != SHORT_CODE_UNIQUE:
+                raise
+            till.charges.clear()
+        decider = decider_again()
+    with transaction.atomic():
+        return _write_drops(row, decider, till)
+
+
+def _constraint_of(refused: IntegrityError) -> str | None:
+    """The name of the constraint that refused a write (PostgreSQL says; else None)."""
+    diag = getattr(refused.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None)
 
 
 def _summarise(row: Batch, written: Written, *, now: datetime, base_url: str) -> None:
@@ -442,284 +470,151 @@ def _name_duplicates_refused_for_balance(
 
 
 def _write_drops(row: Batch, decider: Decider, till: Till) -> Written:
-    """The batch's orders in one COPY, then its drops in another, decided and fed chunk by
-    chunk (core.writes.insert_chunks): PostgreSQL stores a chunk while the next one is
-    decided and built. A drop's creation is its row, no event.
+    """The batch's orders in one COPY, then its drops in another, fed chunk by chunk as they
+    are decided (core.writes.insert_chunks): PostgreSQL stores a chunk while the next one is
+    decided and made (_drop_chunks). A drop's creation is its row, no event.
 
     The orders go first, for every group whose pickup passed its rules (the drops' ownership
     check wants them); a group none of whose drops was accepted loses its order afterwards.
     """
+    shared = BatchShared.of(row, decider, uuid7_texts(len(decider.batch.groups)))
     written = Written([])
-    rows = _BatchRows(row, decider, till, written)
-    insert_rows(Order, OrderRow._fields, rows.orders())
-    insert_chunks(Drop, DropRow._fields, rows.drops())
-    empty = {i for i, p in enumerate(decider.pickups) if p.reason is None} - written.groups
+    orders = order_rows(decider, shared)
+    insert_rows(Order, OrderRow._fields, orders)
+    insert_chunks(Drop, DropRow._fields, _drop_chunks(decider, shared, till, written))
+    empty = {order.id for order in orders} - written.orders
     if empty:
-        Order.objects.filter(pk__in=[rows.order_ids[i] for i in empty]).delete()
+        Order.objects.filter(pk__in=list(empty)).delete()
     return written
 
 
-class OrderRow(NamedTuple):
-    """An order as the batch writes it: its columns, in the COPY's order."""
-
-    id: str
-    batch_id: str
-    business_id: str
-    environment: str
-    pickup_name: str
-    pickup_phone: str
-    pickup_lat: float
-    pickup_long: float
-    pickup_address: dict | None
-    pickup_resolved: bool
-    pickup_scheduled_at: datetime | None
-    created_at: datetime
-    vehicle: str = DEFAULT_VEHICLE  # its code (docs/contract.md §18)
+def _drop_chunks(
+    decider: Decider, shared: BatchShared, till: Till, written: Written
+) -> Iterator[list[DropRow]]:
+    """The batch's steps, a run of drops at a time, as the COPY asks for its next chunk:
+    decide every drop → charge the accepted → their rows → write (the COPY sends the rows
+    yielded) → every drop's answer, made while PostgreSQL stores the rows."""
+    texts = AnswerTexts()
+    for run in decide(decider):
+        accepted = [drop for drop in run if drop.decision.reason is None]
+        charge(till, accepted)
+        rows = [drop_row(drop, shared) for drop in accepted]
+        yield rows
+        written.add([answer_of(drop, shared, texts) for drop in run], rows)
 
 
-class DropRow(NamedTuple):
-    """A drop as the batch writes it: its columns, in the COPY's order. Ids are text: COPY
-    and the answer both want text."""
+# Drops are decided and go to the database in runs of this many (core.writes.insert_chunks):
+# small enough that PostgreSQL starts early, big enough that a chunk's overhead stays
+# negligible.
+DROP_CHUNK_ROWS = 100
 
-    id: str
-    order_id: str
-    batch_id: str
-    business_id: str
-    environment: str
-    client_order_id: str
-    external_waybill: str | None
-    recipient_name: str
-    recipient_phone: str
-    lat: float
-    long: float
-    address: dict | None
-    resolved: bool
-    status: str
-    price: Decimal
-    currency: str
-    created_at: datetime
-    updated_at: datetime
-    dropoff_pin: str | None
-    sandbox_scenario: str | None
-    scenario_next_at: datetime | None
-    # docs/contract.md §17 and §19; most drops have none of them (the defaults).
-    notes: str | None = None
-    undeliverable_action: str = UndeliverableAction.RETURN.value
-    window_start: datetime | None = None
-    window_end: datetime | None = None
-    window_status: str | None = None
-    window_risk_at: datetime | None = None  # when it turns at risk if nothing moves
-    # docs/contract.md §18: what is carried (the contract's defaults unless sent) and the
-    # cash to collect, whose fee is inside `price`.
-    parcel_size: str = DEFAULT_PARCEL_SIZE
-    parcel_weight_kg: Decimal = DEFAULT_WEIGHT_KG
-    parcel_description: str | None = None
-    parcel_value: Decimal | None = None
-    cod_amount: Decimal | None = None
-    cod_fee: Decimal = Decimal("0.00")
-    recipient_email: str | None = None  # for notifications (docs/notifications.md)
+
+def decide(decider: Decider) -> Iterator[list[Decided]]:
+    """Every drop decided, DROP_CHUNK_ROWS at a time, against the locked account as it goes
+    (orders.decisions.Decider), each with the id, tracking token, short code and PIN it has
+    if accepted."""
+    # Ids for every drop at once (core/ids.py); refused drops leave theirs unused.
+    drop_ids, start = uuid7_texts(len(decider)), 0
+    for run in decider.runs(DROP_CHUNK_ROWS):
+        ids = drop_ids[start : start + len(run)]
+        start += len(run)
+        pins = [new_pin() if d.reason is None and d.drop.wants_pin else None for d in run]
+        # The run's tracking tokens in one cipher call (orders/links.py), its short codes in
+        # one draw of random bytes (orders/short_codes.py): refused drops leave theirs unused.
+        codes = new_short_codes(len(run))
+        yield list(map(Decided, run, ids, tracking_tokens(ids), codes, pins))
+
+
+def charge(till: Till, accepted: list[Decided]) -> None:
+    """Each accepted drop's price, recorded on the till: settled once for the batch."""
+    for drop in accepted:
+        till.record(drop.drop_id, drop.decision.price)
+
+
+def answer_of(drop: Decided, shared: BatchShared, texts: AnswerTexts) -> dict:
+    """A drop's result entry, in its wire form (docs/contract.md §4)."""
+    decision, asked = drop.decision, drop.decision.drop
+    if decision.reason is not None:
+        return refusal_of(decision)
+    entry = {
+        "client_order_id": asked.client_order_id,
+        "external_waybill": asked.external_waybill,
+        "status": ACCEPTED,
+        "pass_order_id": shared.order_ids[decision.group],
+        "drop_id": drop.drop_id,
+        "short_code": drop.short_code,
+        "price": texts.money[decision.price],
+        "price_breakdown": texts.breakdown(decision),
+        "currency": shared.currency,
+        "tracking_url": texts.link + drop.token,
+    }
+    if decision.located.resolved or decision.pickup.resolved:
+        entry |= decision.resolved_pins()
+    if drop.pin is not None:
+        entry["dropoff_pin"] = drop.pin
+    return entry
+
+
+def refusal_of(decision: DropDecision) -> dict:
+    """A refused drop's result entry: why, in the contract's words."""
+    return {
+        "client_order_id": decision.drop.client_order_id,
+        "external_waybill": decision.drop.external_waybill,
+        "status": REJECTED,
+        "failure_reason": decision.reason.name,
+        "message": decision.message,
+    }
+
+
+class AnswerTexts:
+    """The answer's repeated texts, each made once per batch: the tracking links' prefix,
+    each price's text, each (price, COD fee)'s breakdown (shared by the entries: read-only)."""
+
+    __slots__ = ("breakdowns", "link", "money")
+
+    def __init__(self) -> None:
+        self.link = tracking_url("")
+        self.money = MoneyTexts()
+        self.breakdowns: dict[tuple[Decimal, Decimal], dict[str, str]] = {}
+
+    def breakdown(self, decision: DropDecision) -> dict[str, str]:
+        key = decision.price, decision.cod_fee
+        breakdown = self.breakdowns.get(key)
+        if breakdown is None:
+            breakdown = self.breakdowns[key] = price_breakdown(decision, self.money)
+        return breakdown
 
 
 @dataclass(slots=True)
 class Written:
     """What writing a batch's drops gave: its result entries in submission order (in their
-    wire form: orders.results types them), how many drops were accepted, and when the first
-    sandbox scenario step is due."""
+    wire form: orders.results types them), how many drops were accepted, the orders that
+    got one, and when the first sandbox scenario step is due."""
 
     results: list[dict]
     accepted: int = 0
     scenarios_from: datetime | None = None  # when the first scenario step is due, if any
-    groups: set[int] = field(default_factory=set)  # the pickup groups with an accepted drop
-    refused_for_balance: list[int] = field(default_factory=list)  # their indexes in results
+    orders: set[str] = field(default_factory=set)  # the ids of orders with an accepted drop
 
-    def refuse(self, decision: DropDecision) -> None:
-        """A rejected drop's result entry."""
-        drop, reason = decision.drop, decision.reason
-        if reason is Reason.INSUFFICIENT_BALANCE:
-            self.refused_for_balance.append(len(self.results))
-        self.results.append(
-            {
-                "client_order_id": drop.client_order_id,
-                "external_waybill": drop.external_waybill,
-                "status": REJECTED,
-                "failure_reason": reason.name,
-                "message": decision.message,
-            }
-        )
+    def add(self, entries: list[dict], rows: list[DropRow]) -> None:
+        """A run's result entries (every drop's) and rows (the accepted drops')."""
+        self.results += entries
+        self.accepted += len(rows)
+        self.orders.update(row.order_id for row in rows)
+        # The batch asks for a run of the test driver at the earliest first step.
+        steps = [row.scenario_next_at for row in rows if row.scenario_next_at is not None]
+        if self.scenarios_from is not None:
+            steps.append(self.scenarios_from)
+        self.scenarios_from = min(steps, default=None)
 
-
-# Drops go to the database in chunks of this many rows (core.writes.insert_chunks): small
-# enough that PostgreSQL starts early, big enough that a chunk's overhead stays negligible.
-DROP_CHUNK_ROWS = 100
+    @property
+    def refused_for_balance(self) -> list[int]:
+        """The indexes in `results` of the drops refused for their balance (rule 11)."""
+        reason = Reason.INSUFFICIENT_BALANCE.name
+        return [i for i, entry in enumerate(self.results) if entry.get("failure_reason") == reason]
 
 
 def price_breakdown(decision: DropDecision, texts: MoneyTexts | None = None) -> dict[str, str]:
     """An accepted drop's price in its parts (docs/contract.md §18): price = delivery + cod_fee."""
     texts = MoneyTexts() if texts is None else texts
     return {"delivery": texts[decision.delivery], "cod_fee": texts[decision.cod_fee]}
-
-
-def window_columns(decision: DropDecision) -> dict:
-    """A new drop's window and its status: on track, and when it turns at risk if nothing
-    moves (rule 7 worked both out: orders/windows.py, tracking/windows.py)."""
-    start, end = decision.drop.window
-    return {
-        "window_start": start,
-        "window_end": end,
-        "window_status": ON_TRACK,
-        "window_risk_at": decision.risk_at,
-    }
-
-
-def carried(decision: DropDecision) -> dict:
-    """A drop's parcel and cash on delivery as its row's columns, for the drops that sent any."""
-    parcel, columns = decision.drop.parcel, {}
-    if parcel is not None:
-        columns |= {
-            "parcel_size": parcel.size,
-            "parcel_weight_kg": parcel.weight_kg,
-            "parcel_description": parcel.description,
-            "parcel_value": parcel.value,
-        }
-    if decision.cod_amount is not None:
-        columns |= {"cod_amount": decision.cod_amount, "cod_fee": decision.cod_fee}
-    return columns
-
-
-class _BatchRows:
-    """The rows of one batch, made as they are decided: what every row of the batch shares
-    is worked out once, here (ids and times as text, the link prefix, each group's first
-    scenario step)."""
-
-    def __init__(self, row: Batch, decider: Decider, till: Till, written: Written) -> None:
-        self.decider, self.till, self.written = decider, till, written
-        self.business_id, self.batch_id = str(row.business_id), str(row.pk)
-        self.environment, self.currency = row.environment, settings.CURRENCY
-        self.now = row.created_at
-        self.order_ids = uuid7_texts(len(decider.batch.groups))
-        # Ids for every drop at once (core/ids.py); rejected drops leave theirs unused.
-        self.drop_ids = uuid7_texts(len(decider))
-        self.link = tracking_url("")
-        # A scenario's first step, per group: a step from now, or its pickup time if later
-        # (a scheduled drop starts walking when it is due, docs/sandbox.md).
-        first_step = self.now + timedelta(seconds=settings.SANDBOX_STEP_SECONDS)
-        self.first_steps = [
-            max(first_step, group.pickup.scheduled_at or first_step)
-            for group in decider.batch.groups
-        ]
-        self.money = MoneyTexts()  # the answer's prices as text, each amount formatted once
-        # Each (price, COD fee)'s breakdown, made once and shared by the entries (read-only).
-        self.breakdowns: dict[tuple[Decimal, Decimal], dict[str, str]] = {}
-        self.statuses = [
-            initial_status(scheduled=group.pickup.scheduled_at is not None)
-            for group in decider.batch.groups
-        ]
-
-    def orders(self) -> list[OrderRow]:
-        """One order per pickup group whose pickup passed its rules."""
-        groups = self.decider.batch.groups
-        return [
-            OrderRow(
-                id=self.order_ids[index],
-                batch_id=self.batch_id,
-                business_id=self.business_id,
-                environment=self.environment,
-                pickup_name=groups[index].pickup.name,
-                pickup_phone=groups[index].pickup.phone,
-                pickup_lat=pickup.pin[0],
-                pickup_long=pickup.pin[1],
-                pickup_address=groups[index].pickup.place.address,
-                pickup_resolved=pickup.resolved,
-                pickup_scheduled_at=groups[index].pickup.scheduled_at,
-                created_at=self.now,
-                vehicle=groups[index].vehicle.code,
-            )
-            for index, pickup in enumerate(self.decider.pickups)
-            if pickup.reason is None
-        ]
-
-    def drops(self) -> Iterator[list[DropRow]]:
-        """The drops decided DROP_CHUNK_ROWS at a time, each run's accepted ones as a chunk;
-        on the way, every drop's result entry (submission order) and charge."""
-        written, n = self.written, 0
-        for decided in self.decider.runs(DROP_CHUNK_ROWS):
-            # The run's ids, and their tracking tokens in one cipher call (orders/links.py).
-            ids = self.drop_ids[n : n + len(decided)]
-            chunk: list[DropRow] = []
-            for decision, drop_id, token in zip(decided, ids, tracking_tokens(ids), strict=True):
-                if decision.reason is None:
-                    chunk.append(self.accepted(decision, drop_id, token))
-                else:
-                    written.refuse(decision)
-            n += len(decided)
-            written.accepted += len(chunk)
-            yield chunk
-
-    def first_step(self, scenario: str | None, group: int) -> datetime | None:
-        """When a drop's scenario takes its first step (None: it does not walk); the batch
-        asks for a run of the test driver at the earliest of them."""
-        if scenario is None or scenario == SandboxScenario.MANUAL:
-            return None
-        first_step = self.first_steps[group]
-        earliest = self.written.scenarios_from
-        self.written.scenarios_from = first_step if earliest is None else min(earliest, first_step)
-        return first_step
-
-    def accepted(self, decision: DropDecision, drop_id: str, token: str) -> DropRow:
-        """An accepted drop's row; its charge and result entry on the way."""
-        drop, located, price = decision.drop, decision.located, decision.price
-        group = decision.group
-        order_id = self.order_ids[group]
-        self.written.groups.add(group)
-        self.till.record(drop_id, price)
-        pin = new_pin() if drop.wants_pin else None
-        first_step = self.first_step(drop.scenario, group)
-        breakdown = self.breakdowns.get((price, decision.cod_fee))
-        if breakdown is None:
-            breakdown = self.breakdowns[price, decision.cod_fee] = price_breakdown(
-                decision, self.money
-            )
-        entry = {
-            "client_order_id": drop.client_order_id,
-            "external_waybill": drop.external_waybill,
-            "status": ACCEPTED,
-            "pass_order_id": order_id,
-            "drop_id": drop_id,
-            "price": self.money[price],
-            "price_breakdown": breakdown,
-            "currency": self.currency,
-            "tracking_url": self.link + token,
-        }
-        if located.resolved or decision.pickup.resolved:
-            entry |= decision.resolved_pins()
-        if pin is not None:
-            entry["dropoff_pin"] = pin
-        self.written.results.append(entry)
-        return DropRow(
-            id=drop_id,
-            order_id=order_id,
-            batch_id=self.batch_id,
-            business_id=self.business_id,
-            environment=self.environment,
-            client_order_id=drop.client_order_id,
-            external_waybill=drop.external_waybill,
-            recipient_name=drop.name,
-            recipient_phone=drop.phone,
-            lat=located.pin[0],
-            long=located.pin[1],
-            address=drop.place.address,
-            resolved=located.resolved,
-            status=self.statuses[group],
-            price=price,
-            currency=self.currency,
-            created_at=self.now,
-            updated_at=self.now,
-            dropoff_pin=pin,
-            sandbox_scenario=drop.scenario,
-            scenario_next_at=first_step,
-            notes=drop.notes,
-            undeliverable_action=drop.undeliverable_action,
-            recipient_email=drop.email,
-            **(window_columns(decision) if drop.window is not None else {}),
-            **(carried(decision) if drop.parcel is not None or drop.cod is not None else {}),
-        )

@@ -18,15 +18,16 @@ from django.conf import settings
 from django.db.models import F
 from django.db.models.functions import Coalesce
 
+from core.rows import Shape
 from core.writes import update_rows
 from geo.geometry import DistancesFrom
 from geo.routes import Stop, sequence_stops
-from orders.models import Drop, DropStatus
+from orders.models import Drop
+from orders.statuses import NOT_PICKED_UP, DropStatus
 
-# The drops a courier will carry from the pickup: the ones the route is made of.
-ON_THE_ROUTE = frozenset({DropStatus.SCHEDULED, DropStatus.PENDING, DropStatus.ASSIGNED})
+# The route is made of the drops a courier will carry from the pickup: NOT_PICKED_UP ones.
 # A drop past these has left the pickup: its order keeps the route it has.
-BEFORE_PICKUP = ON_THE_ROUTE | {DropStatus.CANCELLED}
+BEFORE_PICKUP = NOT_PICKED_UP | {DropStatus.CANCELLED}
 
 # The rule is built for a courier's round (2-9 drops: under 2 ms); its search grows fast
 # with the drops (25: ~60 ms, 40: ~0.6 s). A pickup group larger than this is no round one
@@ -34,28 +35,36 @@ BEFORE_PICKUP = ON_THE_ROUTE | {DropStatus.CANCELLED}
 # (docs/dispatch.md).
 MAX_ROUTE_DROPS = 25
 
-ROW = ("pk", "order_id", "status", "lat", "long", "window_end", "pickup_lat", "pickup_long")
+# A drop as its order's route is made from it: where it goes, by when, and where and when
+# its order leaves the pickup.
+ROUTE_DROP = Shape(
+    "RouteDrop",
+    pk="pk",
+    order_id="order_id",
+    status="status",
+    lat="lat",
+    long="long",
+    window_end="window_end",
+    pickup_lat=F("order__pickup_lat"),
+    pickup_long=F("order__pickup_long"),
+    leaves_at=Coalesce("order__pickup_scheduled_at", "order__created_at"),
+)
 
 
 def sequence_orders(order_ids: Iterable[UUID], *, now: datetime) -> int:
     """Number the drops of these orders in stop order; how many drops were written."""
-    by_order: dict[UUID, list[tuple]] = defaultdict(list)
+    by_order: dict[UUID, list] = defaultdict(list)
     rows = (
         Drop.objects.filter(order_id__in=list(order_ids))
-        .annotate(
-            pickup_lat=F("order__pickup_lat"),
-            pickup_long=F("order__pickup_long"),
-            leaves_at=Coalesce("order__pickup_scheduled_at", "order__created_at"),
-        )
         .order_by("pk")
-        .values_list(*ROW, "leaves_at")
+        .values_list(*ROUTE_DROP.expressions)
     )
-    for row in rows:
-        by_order[row[1]].append(row)
+    for row in ROUTE_DROP.rows(rows):
+        by_order[row.order_id].append(row)
     written: list[tuple] = []
     for drops in by_order.values():
-        carried = sum(row[2] in ON_THE_ROUTE for row in drops)
-        if carried <= MAX_ROUTE_DROPS and all(row[2] in BEFORE_PICKUP for row in drops):
+        carried = sum(row.status in NOT_PICKED_UP for row in drops)
+        if carried <= MAX_ROUTE_DROPS and all(row.status in BEFORE_PICKUP for row in drops):
             written += _sequenced(drops, now)
     update_rows(Drop, ("stop_sequence", "route_km"), written)
     return len(written)
@@ -96,24 +105,26 @@ def sequence_unsequenced(order_ids: Iterable[UUID], *, locked: set[UUID], now: d
     return sequence_orders(ready, now=now) if ready else 0
 
 
-def _sequenced(rows: list[tuple], now: datetime) -> list[tuple]:
-    """One order's drops as (pk, stop_sequence, route_km) (cancelled ones: none, none)."""
-    carried = [row for row in rows if row[2] in ON_THE_ROUTE]
-    pickup = (rows[0][6], rows[0][7])
+def _sequenced(rows: list, now: datetime) -> list[tuple]:
+    """One order's drops (ROUTE_DROP rows) as (pk, stop_sequence, route_km) (cancelled
+    ones: none, none)."""
+    carried = [row for row in rows if row.status in NOT_PICKED_UP]
+    first = rows[0]  # the order's pickup and leaving time are on each of its drops' rows
+    pickup = (first.pickup_lat, first.pickup_long)
     handling = settings.HANDLING_MINUTES
-    leaves = max(rows[0][8], now) + timedelta(minutes=settings.DISPATCH_MINUTES + handling)
+    leaves = max(first.leaves_at, now) + timedelta(minutes=settings.DISPATCH_MINUTES + handling)
     visit = sequence_stops(
         pickup,
-        [Stop(row[3], row[4], row[5]) for row in carried],
+        [Stop(row.lat, row.long, row.window_end) for row in carried],
         start_at=leaves,
         speed_kmh=settings.COURIER_SPEED_KMH,
         handling_minutes=handling,
     )
-    place: dict[UUID, tuple] = {row[0]: (row[0], None, None) for row in rows}
+    place: dict[UUID, tuple] = {row.pk: (row.pk, None, None) for row in rows}
     km, here = 0.0, pickup
     for sequence, index in enumerate(visit, start=1):
         row = carried[index]
-        km += DistancesFrom(*here).km(row[3], row[4])
-        here = (row[3], row[4])
-        place[row[0]] = (row[0], sequence, km)
+        km += DistancesFrom(*here).km(row.lat, row.long)
+        here = (row.lat, row.long)
+        place[row.pk] = (row.pk, sequence, km)
     return list(place.values())

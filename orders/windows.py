@@ -6,7 +6,7 @@ that is past, handles the pickup and the drop for HANDLING_MINUTES each and ride
 haversine distance at COURIER_SPEED_KMH; after pickup, the drop's handling and the ride from
 the pickup event, or now if that is past. So, until the drop moves, the ETA only grows with
 time: a drop on track turns at risk at one known moment (`risk_at`), which is stored with it
-and lets the minute's job find those due by index (tracking/windows.py).
+and lets the minute's job find those due by index (tracking/window_watch.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from orders.models import DropStatus, WindowStatus
+from orders.models import WindowStatus
+from orders.statuses import NOT_PICKED_UP, DropStatus
 
 # Plain strings: compared per drop on the hot paths.
 ON_TRACK, AT_RISK = WindowStatus.ON_TRACK.value, WindowStatus.AT_RISK.value
 MET, MISSED = WindowStatus.MET.value, WindowStatus.MISSED.value
-_NOT_PICKED_UP = frozenset({DropStatus.SCHEDULED, DropStatus.PENDING, DropStatus.ASSIGNED})
 
 
 class EtaTerms:
@@ -94,7 +94,7 @@ class EtaTerms:
         if status == DropStatus.PICKED_UP and picked_up_at is not None:
             arrival = picked_up_at + self.handling + self.ride(km)
             risk_at = self.risk_at(end, km, picked_up=True)
-        elif status in _NOT_PICKED_UP:
+        elif status in NOT_PICKED_UP:
             arrival = self.earliest_arrival(waiting_since, waiting_since, km)
             risk_at = self.risk_at(end, km, picked_up=False)
         else:  # failed, returning, returned or cancelled: the window was not kept

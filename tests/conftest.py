@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -79,10 +80,10 @@ EMBEDDED = (
     "tests/tracking/test_recipient_api.py",
     "tests/tracking/test_scenarios.py",
     "tests/billing/test_cod_collection.py",
-    "tests/courier_app/test_courier_api.py",
-    "tests/courier_app/test_pages.py",
-    "tests/courier_app/test_offer_pages.py",
-    "tests/courier_app/test_locations.py",
+    "tests/couriers/test_courier_api.py",
+    "tests/couriers/test_pages.py",
+    "tests/couriers/test_offer_pages.py",
+    "tests/couriers/test_locations.py",
     "tests/dashboard/test_order_page.py",
     "tests/dashboard/test_orders_page.py",
     "tests/dashboard/test_order_edit.py",
@@ -98,6 +99,9 @@ def pytest_collection_modifyitems(config, items):
     are marked `embedded`; on SQLite, the tests marked `postgresql` are skipped."""
     _name_each_case_by_its_operation(items)
     embedded = set(EMBEDDED)
+    root = Path(__file__).resolve().parent.parent
+    if missing := [path for path in EMBEDDED if not (root / path).exists()]:
+        raise pytest.UsageError(f"EMBEDDED names files that are gone (moved?): {missing}")
     on_postgresql_only = pytest.mark.skip(reason="holds on PostgreSQL only")
     for item in items:
         if item.nodeid.split("::")[0] in embedded:
@@ -172,10 +176,14 @@ def _flush_only_what_a_test_wrote():
     def emit_post_migrate_signal(verbosity, interactive, db, **kwargs):
         """Only the content types' and permissions' receivers listen, and their rows stay.
         The vehicle types the fleet migration seeded come back here, at once, for whatever
-        runs next: a test, or a module's fixture, built before any test's own fixtures."""
+        runs next: a test, or a module's fixture, built before any test's own fixtures; so
+        do the operators' groups, as the migrations made them (tests/operators.py)."""
         from django.db import connections
 
+        from tests.operators import ensure_operator_groups
+
         seed_vehicle_types(connections[db])
+        ensure_operator_groups()
 
     emit = flush.emit_post_migrate_signal
     flush.sql_flush, flush.emit_post_migrate_signal = sql_flush, emit_post_migrate_signal
@@ -199,6 +207,16 @@ def _tables_with_rows(connection, tables: list[str]) -> list[str]:
 # `make run` serves (`make test` runs them on both): a feature that works on PostgreSQL only
 # fails there.
 ON_SQLITE = os.environ.get("TEST_DATABASE", "postgresql") == "sqlite"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _operator_groups_as_migrated(django_db_setup, django_db_blocker):
+    """The operators' groups as the migrations made them, read once the test database is
+    made: tests/operators.ensure_operator_groups puts them back after a flush."""
+    from tests.operators import remember_operator_groups
+
+    with django_db_blocker.unblock():
+        remember_operator_groups()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 
 from accounts.models import Business
 from billing.models import PricingPlan
-from orders.models import Driver
+from couriers.models import Driver
 
 _seq = itertools.count(1)
 

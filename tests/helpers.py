@@ -35,6 +35,7 @@ TRACKING_ENTRY_KEYS = {
     "client_order_id",
     "status",
     "drop_id",
+    "short_code",
     "pass_order_id",
     "batch_id",
     "external_waybill",
@@ -80,7 +81,7 @@ def assert_nothing_stored() -> None:
 
 
 def timeline_of(drop_id) -> list[DeliveryEvent]:
-    """The drop's whole history, oldest first, checked against how it is stored (issue 18).
+    """The drop's whole history, oldest first, checked against how it is stored.
 
     Its creation is no row: the initial status (SCHEDULED when its order's pickup was
     scheduled, else PENDING) at the drop's created_at, by "api". Every later entry is a
@@ -185,3 +186,24 @@ def run_django_script(script: str, database_url: str) -> dict:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def read_label_pages(pdf: bytes) -> list[tuple[tuple[float, float], dict[str, str]]]:
+    """Each page of a labels PDF as a printer would see it: its size in mm, read back from the
+    PDF, and what a scanner reads from it once drawn at 300 dpi (pypdfium2 draws it, zxing-cpp
+    reads it): {"Code128": text, "QRCode": text}."""
+    import pypdfium2
+    import zxingcpp
+
+    document = pypdfium2.PdfDocument(pdf)
+    pages = []
+    try:
+        for page in document:
+            width, height = page.get_size()  # points
+            image = page.render(scale=300 / 72).to_numpy()
+            read = {result.format.name: result.text for result in zxingcpp.read_barcodes(image)}
+            pages.append(((round(width / 72 * 25.4, 1), round(height / 72 * 25.4, 1)), read))
+            page.close()
+    finally:
+        document.close()
+    return pages

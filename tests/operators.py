@@ -2,38 +2,39 @@
 
 from __future__ import annotations
 
-import importlib
-from types import SimpleNamespace
-
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.db import connection
+from django.db.models import Q
 from django.test import Client
 
-groups_migration = importlib.import_module("accounts.migrations.0005_operator_groups")
-# Later grants to the groups, each a migration of its own.
-later_grants = [
-    importlib.import_module("geo.migrations.0003_load_places_permission"),
-    importlib.import_module("fleet.migrations.0002_seed_and_operators"),
-    importlib.import_module("billing.migrations.0005_cod_ledger"),
-    importlib.import_module("couriers.migrations.0002_operators_manage_couriers"),
-]
+# The operators' groups as the migrations left them (app label, codename of each permission),
+# read once the test database is made (tests/conftest.py): a transactional test's flush
+# empties auth_group, and later tests put the groups back from this, not by running the
+# migrations' functions again against today's models (a model that moved between apps since
+# would not be found where an old migration looks for it).
+MIGRATED_GROUPS: dict[str, list[tuple[str, str]]] = {}
+
+
+def remember_operator_groups() -> None:
+    MIGRATED_GROUPS.clear()
+    for group in Group.objects.prefetch_related("permissions__content_type"):
+        MIGRATED_GROUPS[group.name] = [
+            (p.content_type.app_label, p.codename) for p in group.permissions.all()
+        ]
+    if not MIGRATED_GROUPS:
+        raise AssertionError("the migrations made no operator group")
 
 
 def ensure_operator_groups() -> None:
-    """The groups as the migration made them.
-
-    A transactional test's flush empties auth_group (post_migrate puts back only the
-    permissions), so a later test in the same run puts the groups back the migration's way.
-    """
-    if Group.objects.filter(name__in=groups_migration.GROUPS).count() < len(
-        groups_migration.GROUPS
-    ):
-        editor = SimpleNamespace(connection=connection)
-        groups_migration.create_groups(apps, editor)
-        for migration in later_grants:
-            migration.grant(apps, editor)
+    """The groups as the migrations made them, back after a flush emptied them."""
+    if Group.objects.filter(name__in=MIGRATED_GROUPS).count() == len(MIGRATED_GROUPS):
+        return
+    for name, granted in MIGRATED_GROUPS.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        which = Q()
+        for app_label, codename in granted:
+            which |= Q(content_type__app_label=app_label, codename=codename)
+        group.permissions.set(Permission.objects.filter(which) if granted else [])
 
 
 def permission(dotted: str) -> Permission:

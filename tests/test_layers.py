@@ -1,7 +1,7 @@
 """Packages point one way (docs/architecture.md): each imports only the layers below it.
 
-core ← geo ← fleet ← accounts ← events ← billing ← orders ← couriers ← tracking ← dispatch
-← notifications ← courier_app ← dashboard ← console ← agents ← config
+core ← geo ← fleet ← accounts ← events ← billing ← orders ← tracking ← dispatch ← notifications
+← couriers ← dashboard ← console ← agents ← config
 
 Read from the code's own imports with `ast`, migrations included; tests and benchmarks
 may import anything. Inside a layer too, no two modules import each other, directly or
@@ -24,11 +24,10 @@ LAYERS = [
     "events",
     "billing",
     "orders",
-    "couriers",
     "tracking",
     "dispatch",
     "notifications",
-    "courier_app",
+    "couriers",
     "dashboard",
     "console",
     "agents",

@@ -1,56 +1,38 @@
 """order.courier_position (docs/contract.md §20): while a courier is on the way, where they
-are and each drop's ETA, at most every COURIER_EVENT_SECONDS."""
+are and each drop's ETA. A real courier's are throttled to one every COURIER_EVENT_SECONDS
+by couriers.services.report_courier_position; the sandbox's simulated courier's are sent
+as the scenario runner moves it. Both are made here, from the drops' tracking entries."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, QuerySet
 
-from couriers.models import CourierPosition
-from couriers.selectors import ON_THE_WAY
 from events.models import EventType
 from events.services import NewEvent, record_many
 from orders.models import Drop
+from orders.statuses import ON_THE_WAY
 from tracking.selectors import entries_by_drop_id
-
-
-def report_courier_position(*, courier_id: int, now: datetime) -> int:
-    """One order.courier_position per order of the courier with a drop on the way, unless
-    one went out in the last COURIER_EVENT_SECONDS; how many. The claim is one conditional
-    UPDATE of the courier's position row, so two posts at once send one set of events."""
-    since = now - timedelta(seconds=settings.COURIER_EVENT_SECONDS)
-    with transaction.atomic():
-        claimed = (
-            CourierPosition.objects.filter(courier_id=courier_id)
-            .filter(Q(event_at__isnull=True) | Q(event_at__lte=since))
-            .update(event_at=now)
-        )
-        if not claimed:
-            return 0
-        drops = list(
-            Drop.objects.filter(order__driver_id=courier_id, status__in=ON_THE_WAY)
-            .order_by("order_id", F("stop_sequence").asc(nulls_last=True), "pk")
-            .values_list("pk", "order_id", "business_id", "environment")
-        )
-        if not drops:
-            return 0
-        return _record(drops, now)
 
 
 def report_simulated_positions(*, order_ids, now: datetime) -> int:
     """order.courier_position for these sandbox orders, as their simulated courier moves
     (tracking/sandbox_courier.py): the scenario runner calls it when it moves the courier,
     every SANDBOX_STEP_SECONDS at most. How many events."""
-    drops = list(
-        Drop.objects.filter(order_id__in=list(order_ids), status__in=ON_THE_WAY)
+    return record_positions(Drop.objects.filter(order_id__in=list(order_ids)), now=now)
+
+
+def record_positions(drops: QuerySet, *, now: datetime) -> int:
+    """One order.courier_position per order among these drops with a drop on the way (in
+    stop order); how many."""
+    rows = list(
+        drops.filter(status__in=ON_THE_WAY)
         .order_by("order_id", F("stop_sequence").asc(nulls_last=True), "pk")
         .values_list("pk", "order_id", "business_id", "environment")
     )
-    return _record(drops, now) if drops else 0
+    return _record(rows, now) if rows else 0
 
 
 def _record(drops: list[tuple], now: datetime) -> int:

@@ -1,17 +1,33 @@
-"""The body of PATCH /orders/<drop_id> (docs/contract.md §17): its shape, and every 400.
+"""The body of PATCH /orders/<drop_id> (docs/contract.md §17), declared once: its shape, every
+400, and its OpenAPI description (tracking/schema.py, through core.shapes).
 
 A partial drop, in the shape of a drop of POST /orders/bulk, each field checked as bulk
-checks it (orders.inputs). As at creation, a bad phone or pin is not a 400: it is a rule of
-the drop, judged by the edit itself (tracking/edits.py, 422 EDIT_REJECTED).
+checks it (the same fields of orders.inputs). As at creation, a bad phone or pin is not a
+400: it is a rule of the drop, judged by the edit itself (tracking/edits.py, 422
+EDIT_REJECTED).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from rest_framework import serializers
+
 from core.api import validation_error
-from orders.inputs import MAX_NAME, MAX_WAYBILL, FieldErrors, Place
+from core.shapes import Field as ShapeField
+from core.shapes import Object, Passed, Problems, Shape, Text, path_of
+from orders.inputs import (
+    DROP,
+    MAX_NAME,
+    VERIFICATION,
+    AddressKind,
+    FieldErrors,
+    Place,
+    coordinates,
+    phone,
+)
 
 # The fields of a drop, by path, in the order an edit's `changed` lists them.
 WHILE_ACTIVE = ("dropoff.name", "dropoff.phone", "notes", "external_waybill")
@@ -22,11 +38,9 @@ BEFORE_PICKUP = (*LOCATION, "dropoff_window", "undeliverable_action", "parcel", 
 FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario")
 FIELDS = (*WHILE_ACTIVE, *BEFORE_PICKUP, *FIXED)
 
-_TOP = frozenset({"dropoff", *WHILE_ACTIVE[2:], *BEFORE_PICKUP[3:], *FIXED})
-_PLACE = frozenset({"lat", "long", "address"})
-_RECIPIENT = frozenset({"name", "phone", *_PLACE})
 _UNKNOWN = "Unknown field: a drop has no such field (docs/contract.md §17 lists what may change)."
 MAX_FIELD_ECHO = 100  # an unknown name is echoed in its path up to this many characters
+_NEVER = "Never changes: sent unchanged it is ignored, changed it is 409 NOT_EDITABLE."
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,63 +61,96 @@ class DropChange:
         return self.location is not None
 
 
+def _unknown(problems: Problems, obj: dict, where: str, known: dict) -> None:
+    """Each field a drop does not have, named (up to MAX_FIELD_ECHO characters)."""
+    for key in obj:
+        if key not in known:
+            problems.add(path_of(where, key[:MAX_FIELD_ECHO]), _UNKNOWN)
+
+
+def _as_in_bulk(name: str, help: str) -> ShapeField:
+    """A field of a drop read as POST /orders/bulk reads it, with what it means in an edit."""
+    return dataclasses.replace(DROP.by_name[name], help=help)
+
+
+EDITED_RECIPIENT = Shape(
+    "EditedRecipient",
+    [
+        ShapeField(
+            "name",
+            Text(MAX_NAME, blank=False, missing="Must be a non-empty string."),
+            null=False,
+            help="Any time while the drop is active.",
+        ),
+        phone("+85512345670"),
+        *coordinates(11.5710, 104.9250),
+        ShapeField(
+            "address",
+            AddressKind(),
+            help="An object of strings, as in POST /orders/bulk. Sent without coordinates, "
+            "it is geocoded and the pin moves there.",
+        ),
+    ],
+    unknown=_unknown,
+    sent_only=True,
+)
+# In the order its problems are listed: what is carried and the cash to collect first, read
+# as a batch reads them (the same parsers: the same parcel sent back is seen as unchanged).
+DROP_EDIT = Shape(
+    "DropEdit",
+    [
+        _as_in_bulk(
+            "parcel",
+            "SCHEDULED or PENDING only; null is the default parcel (S, 1 kg). It must fit "
+            "the order's vehicle, with its other active drops' parcels (PARCEL_TOO_LARGE).",
+        ),
+        _as_in_bulk(
+            "cod",
+            "SCHEDULED or PENDING only; null removes it and gives its fee back. A new "
+            "amount (INVALID_COD as at creation) has the plan's fee, settled at once.",
+        ),
+        _as_in_bulk("external_waybill", "null removes it."),
+        _as_in_bulk("notes", 'For the courier; null or "" removes them.'),
+        _as_in_bulk("dropoff_window", "SCHEDULED or PENDING only; null removes it."),
+        _as_in_bulk(
+            "undeliverable_action", "SCHEDULED or PENDING only; null is the default, return."
+        ),
+        ShapeField(
+            "dropoff",
+            Object(EDITED_RECIPIENT, "Must be an object: the recipient's fields to change."),
+            null=False,
+            help="name and phone while active. The location (lat and long, or address) only "
+            "in SCHEDULED or PENDING, and as a whole: the fields of it sent are the new "
+            "location, judged as at creation (an address alone is geocoded; coordinates win).",
+        ),
+        # Taken as sent: only compared with the drop's (tracking/edits.py).
+        ShapeField("client_order_id", Passed(doc=serializers.CharField), null=False, help=_NEVER),
+        ShapeField("dropoff_verification", Passed(doc=VERIFICATION.serializer()), help=_NEVER),
+        ShapeField("sandbox_scenario", Passed(doc=serializers.CharField), help=_NEVER),
+    ],
+    doc="The fields to change, in the shape of a drop of POST /orders/bulk; only those sent.",
+    unknown=_unknown,
+    sent_only=True,
+)
+
+
 def parse_drop_change(body: Any) -> DropChange:
     """Check the shape of a PATCH body; raise one VALIDATION_ERROR listing every problem."""
     if not isinstance(body, dict):
         message = "The body must be a JSON object of the drop's fields to change."
         raise validation_error([{"field": "", "message": message}])
     errors = FieldErrors()
-    _unknown(errors, body, _TOP, "")
-    values: dict[str, Any] = {key: body[key] for key in FIXED if key in body}
-    # What is carried and the cash to collect, read as a batch reads them (the same parsers):
-    # the same parcel sent back is seen as unchanged, and a new one is judged as at creation.
-    if "parcel" in body:
-        values["parcel"] = errors.parcel(body, "")
-    if "cod" in body:
-        values["cod"] = errors.cod(body, "")
-    if "external_waybill" in body:
-        values["external_waybill"] = errors.text(
-            body, "external_waybill", "", MAX_WAYBILL, required=False
-        )
-    if "notes" in body:
-        values["notes"] = errors.notes(body, "")
-    if "dropoff_window" in body:
-        values["dropoff_window"] = errors.window(body, "")
-    if "undeliverable_action" in body:
-        values["undeliverable_action"] = errors.undeliverable_action(body, "")
-    location, location_fields = None, ()
-    if "dropoff" in body:
-        location = _recipient(errors, body["dropoff"], values)
-        if location is not None:
-            sent = body["dropoff"].keys()
-            location_fields = tuple(n for n in LOCATION if n.removeprefix("dropoff.") in sent)
+    values = DROP_EDIT.read(errors, body, "")
+    if "notes" in values:
+        values["notes"] = values["notes"] or None  # "" is none
+    recipient = values.pop("dropoff", None) or {}
+    for name in ("name", "phone"):
+        if name in recipient:
+            values[f"dropoff.{name}"] = recipient[name]
+    location_fields = tuple(n for n in LOCATION if n.removeprefix("dropoff.") in recipient)
+    location = None
+    if location_fields:
+        location = Place(recipient.get("lat"), recipient.get("long"), recipient.get("address"))
     if errors.items:
-        # The drop's field checks name a field under its drop's path ("path.key"); here the
-        # drop is the body itself, so the path is empty.
-        details = [{**item, "field": item["field"].lstrip(".")} for item in errors.items]
-        raise validation_error(details, errors.more)
+        raise validation_error(errors.items, errors.more)
     return DropChange(values, location, location_fields)
-
-
-def _recipient(errors: FieldErrors, recipient: Any, values: dict[str, Any]) -> Place | None:
-    """The recipient's fields sent: name and phone into `values`; the new place, if any."""
-    if not isinstance(recipient, dict):
-        errors.add("dropoff", "Must be an object: the recipient's fields to change.")
-        return None
-    _unknown(errors, recipient, _RECIPIENT, "dropoff.")
-    if "name" in recipient:
-        if recipient["name"] is None:
-            errors.add("dropoff.name", "Must be a non-empty string.")
-        else:
-            values["dropoff.name"] = errors.text(recipient, "name", "dropoff", MAX_NAME)
-    if "phone" in recipient:
-        values["dropoff.phone"] = recipient["phone"]  # validity is a rule (INVALID_PHONE)
-    if not _PLACE & recipient.keys():
-        return None
-    return errors.place(recipient, "dropoff")
-
-
-def _unknown(errors: FieldErrors, obj: dict, known: frozenset[str], prefix: str) -> None:
-    for key in obj:
-        if key not in known:
-            errors.add(f"{prefix}{key[:MAX_FIELD_ECHO]}", _UNKNOWN)

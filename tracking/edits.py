@@ -48,7 +48,8 @@ from orders.decisions import (
     window_hours_problem,
 )
 from orders.inputs import DEFAULT_PARCEL_SIZE, DEFAULT_WEIGHT_KG, MONEY_TEXT, ParcelIn
-from orders.models import ACTIVE_STATUSES, INITIAL_STATUSES, Drop, SandboxScenario
+from orders.models import Drop, SandboxScenario
+from orders.statuses import ACTIVE_STATUSES, EDITABLE_LOCATION
 from orders.stops import lock_routes_of, resequence
 from orders.windows import EtaTerms
 from tracking.edit_inputs import (
@@ -60,7 +61,7 @@ from tracking.edit_inputs import (
     DropChange,
 )
 from tracking.selectors import entries_by_drop_id
-from tracking.windows import record_window_alerts, refresh_windows
+from tracking.window_watch import record_window_alerts, refresh_windows
 
 
 class EditRefused(Exception):
@@ -124,7 +125,7 @@ def edit_drop(*, business: Business, environment: str, drop_id: UUID, change: Dr
     # cannot change, so only then is a new address geocoded (before any lock) or the account
     # locked. The account lock also keeps an order's load: a parcel is weighed against its
     # order's other drops, and two edits of one order's parcels wait for each other there.
-    before_pickup = status in INITIAL_STATUSES
+    before_pickup = status in EDITABLE_LOCATION
     moves = change.moves_location and before_pickup
     pins = geocode_addresses(addresses_to_geocode([change.location])) if moves else {}
     # A new place or window renumbers the order's route (docs/contract.md §21): its drops
@@ -165,7 +166,7 @@ _ACCOUNT_READS = frozenset({"parcel", "cod"})
 
 def _write(drop: Drop, edit: Edit, wallet, now: datetime) -> list[Drop]:
     """The drop's new values and, for a new price, the money: both or neither. A new window
-    or place works the window status out afresh, as a move does (tracking.windows); the
+    or place works the window status out afresh, as a move does (tracking.window_watch); the
     drop if that turned it at risk for the first time."""
     if edit.price is not None and edit.price != drop.price:
         try:
@@ -210,7 +211,7 @@ def check_edit(drop: Drop, change: DropChange, pins: dict[str, Pin | None], *, n
     fixed = [
         name
         for name in changed
-        if name in FIXED or (name in BEFORE_PICKUP and drop.status not in INITIAL_STATUSES)
+        if name in FIXED or (name in BEFORE_PICKUP and drop.status not in EDITABLE_LOCATION)
     ]
     if fixed:
         raise NotEditable(_not_editable_message(drop.status, fixed), fixed)
@@ -274,11 +275,18 @@ def _window_of(drop: Drop) -> tuple[datetime, datetime] | None:
     return None if drop.window_start is None else (drop.window_start, drop.window_end)
 
 
-def _wants_pin(value: Any) -> bool | None:
-    """dropoff_verification as sent: whether it asks for a PIN; None for no valid form."""
-    if value is None or value == {} or value == {"pin": False}:
-        return False
-    return True if value == {"pin": True} else None
+_VERIFICATIONS = ("pin", "scan", "signature")
+
+
+def _verifications_asked(value: Any) -> tuple[bool, ...] | None:
+    """dropoff_verification as sent: whether it asks for a PIN, a scan, a signature (absent:
+    no); None for no valid form."""
+    value = {} if value is None else value
+    if not isinstance(value, dict) or not set(value) <= set(_VERIFICATIONS):
+        return None
+    if not all(isinstance(asked, bool) for asked in value.values()):
+        return None
+    return tuple(value.get(name, False) for name in _VERIFICATIONS)
 
 
 _CURRENT = {
@@ -289,7 +297,11 @@ _CURRENT = {
     "dropoff_window": _window_of,
     "undeliverable_action": lambda drop: drop.undeliverable_action,
     "client_order_id": lambda drop: drop.client_order_id,
-    "dropoff_verification": lambda drop: drop.dropoff_pin is not None,
+    "dropoff_verification": lambda drop: (
+        drop.dropoff_pin is not None,
+        drop.needs_scan,
+        drop.needs_signature,
+    ),
     # No scenario is the manual one (docs/sandbox.md): sent back as "manual", it is unchanged.
     "sandbox_scenario": lambda drop: drop.sandbox_scenario or SandboxScenario.MANUAL,
     "parcel": lambda drop: ParcelIn(
@@ -330,7 +342,7 @@ def _changed_fields(drop: Drop, change: DropChange) -> set[str]:
     changed = set()
     for name, value in change.values.items():
         if name == "dropoff_verification":
-            value = _wants_pin(value)
+            value = _verifications_asked(value)
         elif name == "sandbox_scenario" and value is None:
             value = SandboxScenario.MANUAL
         elif name == "parcel" and value is None:
@@ -424,7 +436,8 @@ def _check_parcel(drop: Drop, parcel: ParcelIn | None) -> None:
     """Rule 8 for a new parcel: its size and weight fit the order's vehicle, and with the
     order's other active drops that say their parcel it stays within the vehicle's load. A
     parcel set back to the default (null) is not weighed, as a drop that says nothing of its
-    parcel is not at creation (docs/decisions.md, "Issue 29: editing parcel and cod")."""
+    parcel is not at creation (docs/decisions.md, "A drop that sends no parcel is not
+    weighed")."""
     vehicle = _vehicle_of(drop)
     if parcel is None or vehicle is None:
         return

@@ -10,7 +10,8 @@ ride through the stops before it (Drop.route_km) and their handling, each HANDLI
 
 A tracking answer makes one ETA per drop, so the per-drop part counts in whole microseconds
 since the epoch rather than in datetimes: a timedelta from a float of hours and an
-isoformat() cost ~2 µs a drop, ~2 ms of 1000 (docs/decisions.md, issue 18). The arithmetic
+isoformat() cost ~2 µs a drop, ~2 ms of 1000 (docs/decisions.md, "The ETA is computed when
+an entry is read, in integer microseconds"). The arithmetic
 is timedelta's own (microseconds, the fraction rounded half to even), so the moments are
 the ones datetimes would give.
 """
@@ -22,18 +23,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from core.formats import iso_z
-from orders.models import DropStatus
-
-# No drop-off ahead: finished, or failed and on its way back (docs/contract.md §19).
-FINISHED = frozenset(
-    {
-        DropStatus.DELIVERED,
-        DropStatus.FAILED,
-        DropStatus.RETURNING,
-        DropStatus.RETURNED,
-        DropStatus.CANCELLED,
-    }
-)
+from orders.statuses import NO_DROP_OFF_AHEAD
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
@@ -98,8 +88,9 @@ class EtaModel:
         earlier_stops: int = 0,
     ) -> dict | None:
         """`{"pickup_at", "dropoff_at"}` in UTC wire format, or None for a finished drop.
-        `km` is the ride from the pickup, through `earlier_stops` stops handled on the way."""
-        if status in FINISHED:
+        `km` is the ride from the pickup, through `earlier_stops` stops handled on the way.
+        None also for one failed and on its way back: NO_DROP_OFF_AHEAD (§19)."""
+        if status in NO_DROP_OFF_AHEAD:
             return None
         if picked_up_at is not None:
             done = epoch_us(picked_up_at + self.handling) + self._travel_us(km)

@@ -179,7 +179,8 @@ class OrdersQuery(Input):
 
     def validate(self, attrs: dict) -> dict:
         # The sync order reads the index of changes, which knows no window status; and a drop
-        # leaving the window status would never be listed again (docs/decisions.md, issue 29).
+        # leaving the window status would never be listed again (docs/decisions.md, "The
+        # sync order never passes an uncommitted change").
         if attrs.get("window_status") and attrs.get("updated_since"):
             raise serializers.ValidationError(
                 {"window_status": "Cannot be combined with updated_since."}

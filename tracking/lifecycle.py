@@ -32,15 +32,23 @@ from orders.models import (
     ProofMethod,
     UndeliverableAction,
 )
+from orders.statuses import HAPPY_PATH, NO_DROP_OFF_AHEAD, NOT_PICKED_UP, RETURN_PATH
 from orders.stops import resequence, sequence_unsequenced
 from tracking.proof import pin_matches
 from tracking.selectors import entries_by_drop_id
-from tracking.windows import record_window_alerts, refresh_windows
+from tracking.window_watch import record_window_alerts, refresh_windows
 
+# The legal moves, status by status (docs/contract.md §6, §19): each step of HAPPY_PATH and
+# RETURN_PATH (orders.statuses), a failure after pickup, a cancellation from CANCELLABLE, and
+# an assigned drop taken back to PENDING. The table does not say who moves: taking back is
+# an operator's alone (dispatch.offers.take_back_order), as a courier may only ask for
+# orders.statuses.COURIER_MOVES, and PENDING is none of them.
 ALLOWED: dict[str, frozenset[str]] = {
     DropStatus.SCHEDULED: frozenset({DropStatus.PENDING, DropStatus.CANCELLED}),
     DropStatus.PENDING: frozenset({DropStatus.ASSIGNED, DropStatus.CANCELLED}),
-    DropStatus.ASSIGNED: frozenset({DropStatus.PICKED_UP, DropStatus.CANCELLED}),
+    DropStatus.ASSIGNED: frozenset(
+        {DropStatus.PICKED_UP, DropStatus.CANCELLED, DropStatus.PENDING}
+    ),
     DropStatus.PICKED_UP: frozenset({DropStatus.DELIVERED, DropStatus.FAILED}),
     DropStatus.DELIVERED: frozenset(),
     # With undeliverable_action "dispose", FAILED is final (_legal_path): docs/contract.md §19.
@@ -49,26 +57,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     DropStatus.RETURNED: frozenset(),
     DropStatus.CANCELLED: frozenset(),
 }
-HAPPY_PATH = [
-    DropStatus.SCHEDULED,
-    DropStatus.PENDING,
-    DropStatus.ASSIGNED,
-    DropStatus.PICKED_UP,
-    DropStatus.DELIVERED,
-]
-RETURN_PATH = [DropStatus.FAILED, DropStatus.RETURNING, DropStatus.RETURNED]
-CANCELLABLE = frozenset({DropStatus.SCHEDULED, DropStatus.PENDING, DropStatus.ASSIGNED})
-ADVANCE_TARGETS = frozenset(
-    {
-        DropStatus.PENDING,
-        DropStatus.ASSIGNED,
-        DropStatus.PICKED_UP,
-        DropStatus.DELIVERED,
-        DropStatus.FAILED,
-        DropStatus.RETURNING,
-        DropStatus.RETURNED,
-    }
-)
+# A drop may be cancelled until its courier has the parcel (docs/contract.md §6).
+CANCELLABLE = NOT_PICKED_UP
+# Where the sandbox test driver walks a drop to: every step of both paths after the first.
+ADVANCE_TARGETS = frozenset(HAPPY_PATH[1:] + RETURN_PATH)
 
 Steps = Callable[[str], list[str] | None]
 
@@ -80,6 +72,12 @@ def is_legal(current: str, target: str) -> bool:
 def single_step(target: str) -> Steps:
     """One direct move to `target`, legal only from a status that allows it."""
     return lambda current: [target] if is_legal(current, target) else None
+
+
+def step_from(source: str, target: str) -> Steps:
+    """One direct move from `source` to `target` only: a drop found in another status stays
+    (PENDING is reached from SCHEDULED when due, and from ASSIGNED when taken back)."""
+    return lambda current: [target] if current == source and is_legal(current, target) else None
 
 
 def along_happy_path(target: str | None = None) -> Steps:
@@ -122,6 +120,9 @@ class MoveResult:
     # how many wrong ones it has had). The third wrong one fails the drop instead (WRONG_PIN).
     pin_missing: set[UUID] = field(default_factory=set)
     wrong_pin: dict[UUID, int] = field(default_factory=dict)
+    # With `carried_by`: the drops that were not that courier's once locked (taken back, and
+    # perhaps given to another, between the courier's look and the move): nothing of them moved.
+    not_carried: set[UUID] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,24 +135,12 @@ class Outcome:
 
     failure_reason: str = FailureReason.OTHER
     photo: str | None = None  # a stored file's name (Django storage)
+    # The recipient's signature (a stored PNG's name), kept for a drop that asked for one (§24).
+    signature: str | None = None
     received_by: str | None = None
     return_received_by: str | None = None  # who took a returned parcel back (RETURNED)
     pins: Mapping[UUID, str] = field(default_factory=dict)
     knows_pins: bool = False
-
-
-# Where no courier is on the way to the drop any more (a returning parcel goes to the pickup):
-# its simulated progress and its scenario's next step are cleared (a scenario that goes on,
-# tracking.scenarios, sets its next step again).
-OFF_THE_WAY = frozenset(
-    {
-        DropStatus.DELIVERED,
-        DropStatus.FAILED,
-        DropStatus.RETURNING,
-        DropStatus.RETURNED,
-        DropStatus.CANCELLED,
-    }
-)
 
 
 @transaction.atomic
@@ -161,11 +150,13 @@ def apply_moves(
     steps: Steps,
     actor: str,
     driver=None,
+    carried_by: int | None = None,
     at: datetime | None = None,
     on_cancel: Callable[[list[Drop], datetime], None] | None = None,
     outcome: Outcome = Outcome(),  # noqa: B008 (frozen: one shared default is safe)
 ) -> MoveResult:
-    """Move each drop along `steps(current)`, writing one event per step, in one transaction."""
+    """Move each drop along `steps(current)`, writing one event per step, in one transaction;
+    with `carried_by` (a courier), only drops of that courier's orders once locked."""
     result = MoveResult()
     events: list[DeliveryEvent] = []
     changes: dict[tuple, list[UUID]] = defaultdict(list)  # the fields to set → drops
@@ -174,7 +165,7 @@ def apply_moves(
     wrong_pins: list[UUID] = []
     drop_ids = list(drop_ids)
     _lock_accounts_of_returns(drop_ids, steps)
-    drops = list(Drop.objects.select_for_update().filter(pk__in=drop_ids).order_by("pk"))
+    drops = _lock_drops(drop_ids, carried_by, result)
     # The time is read once we hold the locks: a mover that waited for another one stamps
     # its events after that one's, so a drop's events sorted by time stay a legal path.
     at = at or timezone.now()
@@ -215,12 +206,37 @@ def apply_moves(
     return result
 
 
+def _lock_drops(drop_ids: list[UUID], carried_by: int | None, result: MoveResult) -> list[Drop]:
+    """The drops, locked in id order (only their own rows: an order's row is locked by the
+    services that change it, in their own order)."""
+    locked = Drop.objects.select_for_update(of=("self",)).filter(pk__in=drop_ids)
+    if carried_by is not None:
+        locked = locked.filter(order__driver_id=carried_by)
+    drops = list(locked.order_by("pk"))
+    if carried_by is not None:
+        result.not_carried = set(drop_ids) - {drop.pk for drop in drops}
+    return drops
+
+
 def _settle_money(moved: list[Drop], at: datetime) -> None:
     """The money of the moves, in their transaction: a returned drop's fee (its account was
     locked first: _lock_accounts_of_returns), a delivered drop's cash collected (its COD
     account locked last, after the drops' rows: billing/cod.py), docs/contract.md §18-19."""
     charge_return_fees(drops=[d for d in moved if d.status == DropStatus.RETURNED], at=at)
-    collect_cod(drops=[d for d in moved if d.status == DropStatus.DELIVERED], at=at)
+    delivered = [d for d in moved if d.status == DropStatus.DELIVERED]
+    collect_cod(
+        drops=delivered, at=at, couriers=_couriers_of([d for d in delivered if d.cod_amount])
+    )
+
+
+def _couriers_of(drops: list[Drop]) -> dict[UUID, UUID | None]:
+    """Each drop's courier (its order's driver, set by now in this transaction): who took
+    the cash of a COD drop (docs/contract.md §23)."""
+    if not drops:
+        return {}
+    order_ids = {d.order_id for d in drops}
+    drivers = dict(Order.objects.filter(pk__in=order_ids).values_list("pk", "driver_id"))
+    return {d.pk: drivers.get(d.order_id) for d in drops}
 
 
 def _drive(order_ids: set[UUID], driver, locked: set[UUID], at: datetime) -> None:
@@ -256,7 +272,10 @@ def _path_and_fields(
         finish += (("returned_at", at), ("return_received_by", outcome.return_received_by))
     if path[-1] == DropStatus.DELIVERED and drop.cod_amount:
         finish += (("cod_collected_at", at),)  # the courier took the cash (docs/contract.md §18)
-    if path[-1] in OFF_THE_WAY:
+    # No courier is on the way to the drop any more (a returning parcel goes to the pickup):
+    # its simulated progress and its scenario's next step are cleared (a scenario that goes
+    # on, tracking.scenarios, sets its next step again).
+    if path[-1] in NO_DROP_OFF_AHEAD:
         finish += (("courier_progress", None), ("scenario_next_at", None))
     return path, finish
 
@@ -295,9 +314,13 @@ def _pin_given(drop: Drop, outcome: Outcome, result: MoveResult, wrong: list[UUI
 
 
 def _delivered_fields(drop: Drop, outcome: Outcome) -> tuple:
+    # A PIN says most (the recipient had it); a signature beside it is still served.
+    signature = outcome.signature if drop.needs_signature else None
     method = (
         ProofMethod.PIN
         if drop.dropoff_pin is not None
+        else ProofMethod.SIGNATURE
+        if signature
         else ProofMethod.PHOTO
         if outcome.photo
         else ProofMethod.NONE
@@ -306,6 +329,7 @@ def _delivered_fields(drop: Drop, outcome: Outcome) -> tuple:
         ("pod_method", method),
         ("pod_received_by", outcome.received_by or None),
         ("pod_photo", outcome.photo or None),
+        ("pod_signature", signature or None),
     )
 
 

@@ -17,7 +17,8 @@ the account. The indexes (orders.Drop.Meta) lead with (business, environment, st
 a listing of several statuses or environments is one UNION ALL branch per pair, which
 PostgreSQL merges in key order (Merge Append), reading about one page of rows in all.
 The sync order's index holds only drops changed since they were created, so that the
-bulk call writes each new drop to one listing index, not two (issue 18). A drop still as
+bulk call writes each new drop to one listing index, not two (docs/decisions.md, "A listing
+page is one index range per status"). A drop still as
 created has updated_at = created_at: in the statuses a drop is created in (SCHEDULED,
 PENDING) a second branch reads those from the created index, in the same order. The two
 branches split the drops by one condition and its negation (UNCHANGED_SINCE_CREATED), so
@@ -62,7 +63,8 @@ from django.utils import timezone
 from core.cursors import InvalidCursor, make_cursor, read_cursor
 from core.reads import typed_rows_compiled_once
 from core.replica import reads_on_primary
-from orders.models import INITIAL_STATUSES, UNCHANGED_SINCE_CREATED, Drop, DropStatus
+from orders.models import UNCHANGED_SINCE_CREATED, Drop, DropStatus
+from orders.statuses import INITIAL_STATUSES
 from tracking.selectors import entries_by_drop_id
 
 MAX_LIMIT = 500
@@ -185,8 +187,9 @@ def _keys(
     """The rows of `query` (page_keys with these arguments). The API's usual page (newest
     first, by status at most) keeps the SQL Django compiled for its shape (core.reads):
     building and compiling the union of one branch per status cost more than the database
-    takes to answer it (docs/decisions.md, "Issue 34"). Any other page is compiled as it
-    comes."""
+    takes to answer it (docs/decisions.md, "The small calls' SQL and reference data are
+    compiled once per process").
+    Any other page is compiled as it comes."""
     plain = DropFilters(statuses=filters.statuses)
     if filters != plain or not connection.features.supports_slicing_ordering_in_compound:
         return list(query())

@@ -22,22 +22,15 @@ from core.formats import zone_label
 from geo.geometry import geometry_from_geojson, leaflet_polygons
 from geo.models import ServiceArea
 from orders.links import drop_ids_of
-from orders.models import (
-    ACTIVE_STATUSES,
-    Drop,
-    DropStatus,
-    FailureReason,
-    LegacyTrackingToken,
-    ProofMethod,
-)
+from orders.models import Drop, DropStatus, FailureReason, LegacyTrackingToken, ProofMethod
+from orders.statuses import ACTIVE_STATUSES, ON_THE_WAY
 from tracking.selectors import entries_by_drop_id
 
 # A token is 22 URL-safe characters (orders/links.py); links stored before tokens were
 # derived may be any token_urlsafe of 12 to 32 bytes. Anything else is refused before a query.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,43}\Z")
 
-# Where the courier is drawn: only while one is on the way with the parcel or to it.
-COURIER_STATUSES = frozenset({DropStatus.ASSIGNED, DropStatus.PICKED_UP})
+# Where the courier is drawn: only while one is ON_THE_WAY, with the parcel or to it.
 
 STATUS_WORDS = {
     DropStatus.SCHEDULED: "Scheduled",
@@ -71,6 +64,7 @@ FAILURE_WORDS = {
 PROOF_WORDS = {
     ProofMethod.PIN: "Confirmed with the delivery PIN",
     ProofMethod.PHOTO: "Photo taken at the door",
+    ProofMethod.SIGNATURE: "Signed for at the door",
     ProofMethod.NONE: "Handed over",
 }
 
@@ -96,6 +90,7 @@ class Proof:
     at: Moment | None
     received_by: str | None
     photo_path: str | None  # /pod/<signed>: same host as the page, whatever BASE_URL says
+    signature_path: str | None = None  # the recipient's signature, the same way
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +172,7 @@ def tracking_page(token: str) -> TrackingPage | None:
 def _courier_first_name(entry: dict) -> str:
     """The courier's first name while one is on the way (docs/contract.md §20)."""
     driver = entry["driver"]
-    if driver is None or entry["status"] not in COURIER_STATUSES:
+    if driver is None or entry["status"] not in ON_THE_WAY:
         return ""
     return first_name(driver["name"])
 
@@ -198,13 +193,14 @@ def moment(iso: str | None, zone: ZoneInfo) -> Moment | None:
 def _proof(proof: dict | None, zone: ZoneInfo) -> Proof | None:
     if proof is None:
         return None
-    url = proof["photo_url"]
+    url, signed = proof["photo_url"], proof.get("signature_url")
     return Proof(
         method=proof["method"],
         words=PROOF_WORDS.get(proof["method"], proof["method"]),
         at=moment(proof["at"], zone),
         received_by=proof["received_by"],
         photo_path=urlsplit(url).path if url else None,
+        signature_path=urlsplit(signed).path if signed else None,
     )
 
 
@@ -222,7 +218,7 @@ def _map_data(entry: dict, progress: float | None) -> dict:
     """Pins as [lat, long], the areas that serve the drop, the courier, the tiles if any."""
     pickup = [entry["pickup"]["lat"], entry["pickup"]["long"]]
     drop = [entry["dropoff"]["lat"], entry["dropoff"]["long"]]
-    on_the_way = entry["status"] in COURIER_STATUSES
+    on_the_way = entry["status"] in ON_THE_WAY
     # The real courier's position while fresh (docs/contract.md §20); the simulated
     # progress only for the sandbox test driver's scenarios.
     position = (entry["driver"] or {}).get("position")

@@ -1,5 +1,6 @@
 """The recipient's pages (docs/contract.md §14): /t/<token>, the tracking page, and /pod/<signed>,
-a delivery photo. No login: the token or the signature is the key.
+a delivery photo or the recipient's signature (§24). No login: the token or the URL's signing
+is the key.
 
 Both answer every refusal (unknown, malformed, forged, expired) with the same plain 404 page,
 so a guesser learns nothing from the answer, and both count every request, refused ones
@@ -29,7 +30,7 @@ from core.replica import reads_may_lag, reads_on_primary
 from core.strict_env import parse_rate
 from orders.models import Drop
 from tracking.page_data import tracking_page
-from tracking.proof import drop_id_of_photo_url
+from tracking.proof import proof_file_of_url
 
 # What TimestampSigner makes of a drop id: "<uuid>:<timestamp>:<signature>", base64url parts.
 SIGNED_SHAPE = re.compile(r"[A-Za-z0-9_:-]{1,200}\Z")
@@ -67,14 +68,15 @@ def tracking_page_view(request: HttpRequest, token: str) -> HttpResponse:
 @require_safe
 @reads_may_lag
 def delivery_photo_view(request: HttpRequest, signed: str) -> HttpResponse:
-    """The proof-of-delivery photo a signed URL names, while the URL is valid."""
+    """The proof-of-delivery photo or signature a signed URL names, while the URL is valid."""
     if (wait := _seconds_over_limit(request)) is not None:
         return _too_many(request, wait)
-    drop_id = drop_id_of_photo_url(signed) if SIGNED_SHAPE.match(signed) else None
-    name = _photo_name(drop_id)
+    found = proof_file_of_url(signed) if SIGNED_SHAPE.match(signed) else None
+    drop_id, column = found or (None, "pod_photo")
+    name = _photo_name(drop_id, column)
     if not name and drop_id:
         with reads_on_primary():  # a photo URL sent the moment the drop was delivered
-            name = _photo_name(drop_id)
+            name = _photo_name(drop_id, column)
     if not name:
         return _not_found(request)
     try:
@@ -85,7 +87,8 @@ def delivery_photo_view(request: HttpRequest, signed: str) -> HttpResponse:
     # Anything else is sent as bytes to download: never as a page (an SVG or HTML "photo")
     # that would run in our origin.
     content_type = PHOTO_TYPES.get(suffix, "application/octet-stream")
-    response = FileResponse(photo, content_type=content_type, filename=f"delivery{suffix}")
+    filename = ("signature" if column == "pod_signature" else "delivery") + suffix
+    response = FileResponse(photo, content_type=content_type, filename=filename)
     response["Cache-Control"] = f"private, max-age={_seconds_left(signed)}"
     response["X-Content-Type-Options"] = "nosniff"
     response["X-Robots-Tag"] = "noindex, nofollow"
@@ -93,14 +96,14 @@ def delivery_photo_view(request: HttpRequest, signed: str) -> HttpResponse:
     return response
 
 
-def _photo_name(drop_id: str | None) -> str | None:
+def _photo_name(drop_id: str | None, column: str) -> str | None:
     try:
         pk = uuid.UUID(drop_id) if drop_id else None
     except ValueError:
         return None
     if pk is None:
         return None
-    return Drop.objects.filter(pk=pk).values_list("pod_photo", flat=True).first()
+    return Drop.objects.filter(pk=pk).values_list(column, flat=True).first()
 
 
 def _seconds_left(signed: str) -> int:

@@ -19,9 +19,9 @@ from collections import defaultdict
 
 from django.db.models import F
 
-from couriers.selectors import ON_THE_WAY
 from geo.geometry import haversine_km
 from orders.models import Drop, DropStatus
+from orders.statuses import ON_THE_WAY
 
 Place = tuple[float, float]
 # How far along the way the simulated courier is at each step (tracking/scenarios.py).

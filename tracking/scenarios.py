@@ -20,8 +20,8 @@ Steps (the courier's position is `courier_progress`, the fraction of the way to 
 
 A SCHEDULED drop waits for its pickup time, as a live one does: its first step, due then
 (orders.services sets `scenario_next_at` when the batch writes it), dispatches it, and the
-walk goes on from there; `deliver` hands over with the PIN when one was asked, and a sample
-photo.
+walk goes on from there; `deliver` hands over with the PIN when one was asked, a sample
+photo, and a sample signature where the drop asked for one (docs/contract.md §24).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from accounts.models import Business
 from billing.services import lock_account, refund_drops
 from geo.services import next_opening
 from orders.models import Drop, DropStatus, SandboxScenario, UndeliverableAction
+from orders.statuses import FAILURE_OUTCOMES, HAPPY_PATH, MOVES_MONEY, RETURN_PATH, TO_RETURN
 from tracking.courier_events import report_simulated_positions
 from tracking.lifecycle import Outcome, apply_moves, single_step
 from tracking.sandbox_courier import EN_ROUTE_AT, PICKED_UP_AT
@@ -52,6 +53,8 @@ from tracking.services import SANDBOX_ACTOR, SANDBOX_OUTCOME, sandbox_test_drive
 RUN_LIMIT = 1000  # drops stepped per transaction; a run with more due goes again at once
 SAMPLE_PHOTO = "proof/sandbox/sample-delivery.png"
 _SAMPLE_SOURCE = Path(__file__).parent / "assets" / "sandbox-proof.png"
+SAMPLE_SIGNATURE = "proof/sandbox/sample-signature.png"
+_SAMPLE_SIGNATURE_SOURCE = Path(__file__).parent / "assets" / "sandbox-signature.png"
 # The dashboard's sandbox console sends it (a sample batch, or one drop of it for a scenario).
 SAMPLE_BATCH = Path(settings.BASE_DIR) / "docs" / "sample-batch.json"
 
@@ -110,7 +113,7 @@ def run_due_scenarios(*, now: datetime | None = None) -> RunResult:
         by_step: dict[str | None, list[UUID]] = defaultdict(list)
         for pk, status, scenario, progress, business_id, environment, action in rows:
             next_step = step_of(status, scenario, progress, action)
-            if next_step in CHARGED and (business_id, environment) not in refunding:
+            if next_step in MOVES_MONEY and (business_id, environment) not in refunding:
                 next_step = "wait"  # became due after we took the account locks: next run
             by_step[next_step].append(pk)
         _move(by_step, refunding, now)
@@ -148,7 +151,7 @@ def _report_positions(by_step: dict, now: datetime) -> None:
 
 def _walk_on_to_return(by_step: dict, later: datetime) -> None:
     """A failed drop that returns takes its next steps (the move cleared its next step)."""
-    for status in (DropStatus.FAILED, DropStatus.RETURNING):
+    for status in TO_RETURN:
         if by_step.get(status):
             Drop.objects.filter(
                 pk__in=by_step[status],
@@ -156,10 +159,6 @@ def _walk_on_to_return(by_step: dict, later: datetime) -> None:
                 sandbox_scenario=SandboxScenario.FAIL,
                 undeliverable_action=UndeliverableAction.RETURN,
             ).update(scenario_next_at=later)
-
-
-# Steps that move money: a courier's cancellation refunds, a return charges its fee.
-CHARGED = frozenset({DropStatus.CANCELLED, DropStatus.RETURNED})
 
 
 def _lock_charged_accounts(now: datetime) -> dict[tuple, Business]:
@@ -191,16 +190,8 @@ def _move(by_step: dict, refunding: dict[tuple, Business], now: datetime) -> Non
             )
 
 
-MOVES = (
-    DropStatus.PENDING,
-    DropStatus.ASSIGNED,
-    DropStatus.PICKED_UP,
-    DropStatus.DELIVERED,
-    DropStatus.FAILED,
-    DropStatus.RETURNING,
-    DropStatus.RETURNED,
-    DropStatus.CANCELLED,
-)
+# Every step a scenario takes, in this order: along both paths, or a courier's cancellation.
+MOVES = (*HAPPY_PATH[1:], *RETURN_PATH, DropStatus.CANCELLED)
 
 
 def _how(status: str, refunding: dict[tuple, Business]) -> dict:
@@ -208,9 +199,12 @@ def _how(status: str, refunding: dict[tuple, Business]) -> dict:
     if status == DropStatus.ASSIGNED:
         return {"driver": sandbox_test_driver()}
     if status == DropStatus.DELIVERED:
-        photo = sample_photo()
-        return {"outcome": Outcome(photo=photo, received_by="Sandbox recipient", knows_pins=True)}
-    if status in (DropStatus.FAILED, DropStatus.RETURNED):
+        photo, signature = sample_photo(), sample_signature()
+        outcome = Outcome(
+            photo=photo, signature=signature, received_by="Sandbox recipient", knows_pins=True
+        )
+        return {"outcome": outcome}
+    if status in FAILURE_OUTCOMES:
         return {"outcome": SANDBOX_OUTCOME}
     if status == DropStatus.CANCELLED:
         return {"on_cancel": lambda drops, at: _refund(drops, refunding, at)}
@@ -228,12 +222,21 @@ def _refund(drops: list[Drop], refunding: dict[tuple, Business], at: datetime) -
 
 def sample_photo() -> str:
     """The stored name of the sandbox's sample delivery photo, stored on first use."""
-    if not default_storage.exists(SAMPLE_PHOTO):
+    return _sample(SAMPLE_PHOTO, _SAMPLE_SOURCE)
+
+
+def sample_signature() -> str:
+    """The stored name of the sandbox's sample signature (kept only for a drop asking one)."""
+    return _sample(SAMPLE_SIGNATURE, _SAMPLE_SIGNATURE_SOURCE)
+
+
+def _sample(name: str, source: Path) -> str:
+    if not default_storage.exists(name):
         try:
-            return default_storage.save(SAMPLE_PHOTO, ContentFile(_SAMPLE_SOURCE.read_bytes()))
+            return default_storage.save(name, ContentFile(source.read_bytes()))
         except FileExistsError:  # another worker stored it first
             pass
-    return SAMPLE_PHOTO
+    return name
 
 
 # The sandbox console's bodies ----------------------------------------------------------

@@ -1,10 +1,11 @@
 """GET /orders, POST /orders/tracking, /orders/cancel, PATCH /orders/<drop_id>,
 /sandbox/orders/advance: their OpenAPI description.
 
-Requests are the Input serializers of tracking/inputs.py, which also validate them. The
-answers are documented here only: the tracking entry is built by hand for speed
-(tracking/selectors.py; 1000 entries per call), and tests/api_docs (Schemathesis
-included) keep this description and that code in step.
+Requests are the Input serializers of tracking/inputs.py, which also validate them, and
+PATCH's body, made from its one declaration (tracking/edit_inputs.py). The answers are
+documented here only: the tracking entry is built by hand for speed (tracking/selectors.py;
+1000 entries per call), and tests/api_docs (Schemathesis included) keep this description
+and that code in step.
 """
 
 from __future__ import annotations
@@ -34,23 +35,19 @@ from core.openapi import (
     shape,
     success,
 )
-from core.serializers import optional_text, text
 from orders.decisions import Reason
-from orders.inputs import MAX_NAME, MAX_NOTES, MAX_WAYBILL, PARCEL_SIZES, UNDELIVERABLE_ACTIONS
+from orders.inputs import PARCEL_SIZES
 from orders.schema import (
     DROP_STATUSES,
     UNDELIVERABLE_ACTION_VALUES,
     WINDOW_STATUSES,
     Address,
-    CashOnDelivery,
-    DropoffVerification,
     DropoffWindow,
-    Parcel,
     Pin,
     PriceBreakdown,
-    coordinate,
-    phone,
 )
+from orders.short_codes import SHORT_CODE_HELP, SHORT_CODE_PATTERN
+from tracking.edit_inputs import DROP_EDIT
 from tracking.inputs import AdvanceRequest, IdentifiersRequest, OrdersQuery
 from tracking.listing import SYNC_MARGIN
 
@@ -121,11 +118,16 @@ class Eta(serializers.Serializer):
 
 
 class ProofOfDelivery(serializers.Serializer):
-    method = serializers.ChoiceField(choices=["pin", "photo", "none"])
+    method = serializers.ChoiceField(choices=["pin", "photo", "signature", "none"])
     at = serializers.DateTimeField()
     received_by = serializers.CharField(allow_null=True)
     photo_url = serializers.URLField(
         allow_null=True, help_text="A signed link to the photo, valid for 1 hour."
+    )
+    signature_url = serializers.URLField(
+        allow_null=True,
+        help_text="A signed link to the recipient's signature (a PNG drawn in the courier "
+        "app), valid for 1 hour; null unless the drop asked for one.",
     )
 
 
@@ -147,6 +149,7 @@ class TrackedOrder(serializers.Serializer):
     client_order_id = serializers.CharField()
     status = serializers.ChoiceField(choices=DROP_STATUSES)
     drop_id = serializers.UUIDField()
+    short_code = serializers.RegexField(SHORT_CODE_PATTERN, help_text=SHORT_CODE_HELP)
     pass_order_id = serializers.UUIDField()
     batch_id = serializers.UUIDField()
     external_waybill = serializers.CharField(allow_null=True)
@@ -310,6 +313,7 @@ _ORDER_EXAMPLE = {
     "client_order_id": "A-1",
     "status": "ASSIGNED",
     "drop_id": "0b8f7c1e-2d4a-4f6b-9c3e-5a7d9e1f2b4c",
+    "short_code": "K7QXM4TBR2NA",
     "pass_order_id": "6e2d4c8a-1b3f-4a5e-8d7c-9f0e1a2b3c4d",
     "batch_id": "3f2b8c1e-9a4d-4e5f-8b6a-1c2d3e4f5a6b",
     "external_waybill": "WB-1",
@@ -386,57 +390,8 @@ ORDERS = operation(
 # --- PATCH /orders/<drop_id> (docs/contract.md §17) -----------------------------------------
 
 
-class EditedRecipient(serializers.Serializer):
-    name = text(MAX_NAME, required=False, help_text="Any time while the drop is active.")
-    phone = phone("+85512345670")
-    lat = coordinate(11.5710, "latitude, -90..90")
-    long = coordinate(104.9250, "longitude, -180..180")
-    address = Address(
-        required=False,
-        allow_null=True,
-        help_text="An object of strings, as in POST /orders/bulk. Sent without coordinates, "
-        "it is geocoded and the pin moves there.",
-    )
-
-
-_NEVER = "Never changes: sent unchanged it is ignored, changed it is 409 NOT_EDITABLE."
-
-
-class DropEdit(serializers.Serializer):
-    """The fields to change, in the shape of a drop of POST /orders/bulk; only those sent."""
-
-    dropoff = EditedRecipient(
-        required=False,
-        help_text="name and phone while active. The location (lat and long, or address) only "
-        "in SCHEDULED or PENDING, and as a whole: the fields of it sent are the new location, "
-        "judged as at creation (an address alone is geocoded; coordinates win).",
-    )
-    notes = optional_text(MAX_NOTES, help_text='For the courier; null or "" removes them.')
-    external_waybill = optional_text(MAX_WAYBILL, help_text="null removes it.")
-    dropoff_window = DropoffWindow(
-        required=False, allow_null=True, help_text="SCHEDULED or PENDING only; null removes it."
-    )
-    undeliverable_action = serializers.ChoiceField(
-        choices=list(UNDELIVERABLE_ACTIONS),
-        required=False,
-        allow_null=True,
-        help_text="SCHEDULED or PENDING only; null is the default, return.",
-    )
-    client_order_id = serializers.CharField(required=False, help_text=_NEVER)
-    dropoff_verification = DropoffVerification(required=False, allow_null=True, help_text=_NEVER)
-    sandbox_scenario = serializers.CharField(required=False, allow_null=True, help_text=_NEVER)
-    parcel = Parcel(
-        required=False,
-        allow_null=True,
-        help_text="SCHEDULED or PENDING only; null is the default parcel (S, 1 kg). It must fit "
-        "the order's vehicle, with its other active drops' parcels (PARCEL_TOO_LARGE).",
-    )
-    cod = CashOnDelivery(
-        required=False,
-        allow_null=True,
-        help_text="SCHEDULED or PENDING only; null removes it and gives its fee back. A new "
-        "amount (INVALID_COD as at creation) has the plan's fee, settled at once.",
-    )
+# The body: made from its one declaration (tracking/edit_inputs.py).
+DropEdit = DROP_EDIT.serializer()
 
 
 EDIT_REASONS = [
@@ -483,6 +438,24 @@ ORDER_NOT_FOUND = failure(
     "No such drop for this key: unknown, not a UUID, or another business's or environment's.",
 )
 DROP_ID = OpenApiParameter("drop_id", OpenApiTypes.UUID, OpenApiParameter.PATH, required=True)
+
+LABEL = operation(
+    "orders_label",
+    "tracking",
+    "A drop's parcel label (PDF)",
+    "One A6 page (100 × 150 mm) to stick on the parcel: the business's name, the recipient's "
+    "first name, the area, the business's client_order_id, and the drop's short_code as text, "
+    "as a Code 128 barcode and as a QR code, which the courier scans. Always a PDF, whatever "
+    "the Accept header asks for; errors are JSON as everywhere.",
+    parameters=[DROP_ID],
+    responses={
+        (200, "application/pdf"): OpenApiResponse(
+            OpenApiTypes.BINARY, description="The label, application/pdf."
+        ),
+        **EVERY_CALL,
+        404: ORDER_NOT_FOUND,
+    },
+)
 
 EDIT = operation(
     "orders_edit",

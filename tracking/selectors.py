@@ -17,18 +17,14 @@ from django.db.models import F, FloatField
 from django.db.models.functions import Cast, NullIf
 from django.utils import timezone
 
-from accounts.auth import KEY_BUSINESS, BesideKey
 from core.formats import WireTimes, moment_of
 from core.functions import IsoZ, MoneyText, TimeText, UuidText
 from core.lookups import any_values
 from core.reads import ROWS_PER_CHUNK, driver_rows, rows_compiled_once
 from core.rows import Beside, Shape
-from couriers.selectors import ON_THE_WAY
 from geo.geometry import DistancesFrom
 from orders.links import tracking_tokens, tracking_url
 from orders.models import (
-    ACTIVE_STATUSES,
-    FINISHED_STATUSES,
     DeliveryEvent,
     Drop,
     DropStatus,
@@ -37,10 +33,11 @@ from orders.models import (
     ProofMethod,
     initial_status,
 )
+from orders.statuses import ACTIVE_STATUSES, FAILED_ONCE, FINISHED_STATUSES, ON_THE_WAY
 from orders.windows import AT_RISK, ON_TRACK
 from tracking.courier_eta import Stop, etas_from_courier
 from tracking.eta import EtaModel
-from tracking.proof import photo_url
+from tracking.proof import photo_url, signature_url
 from tracking.sandbox_courier import simulated_positions
 
 # A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples
@@ -62,6 +59,7 @@ DROP_KEY = Shape(
 DROP_SEEN = DROP_KEY.extended(
     "DropSeen",
     order_id=UuidText("order_id"),
+    short_code="short_code",
     changed=NullIf(TimeText("updated_at"), TimeText("created_at")),
     waybill="external_waybill",
     name="recipient_name",
@@ -75,6 +73,7 @@ DROP_SEEN = DROP_KEY.extended(
     pod_method="pod_method",
     pod_received_by="pod_received_by",
     pod_photo="pod_photo",
+    pod_signature="pod_signature",
     failure_reason="failure_reason",
     window_start=TimeText("window_start"),
     window_end=TimeText("window_end"),
@@ -123,8 +122,8 @@ ORDER_SEEN = Shape(
 
 # A small read takes each drop's order beside it, in the same statement: one round trip
 # fewer for a call that tracks a few drops, where a statement is a tenth of the call
-# (docs/decisions.md, issue 34). A large one reads the orders apart, once each, rather than
-# once per drop.
+# (docs/decisions.md, "Tracking entries are built from the driver's tuples and the server's
+# text"). A large one reads the orders apart, once each, rather than once per drop.
 DROP_AND_ORDER = Beside("DropAndOrder", DROP_SEEN, ORDER_SEEN, "order")
 BESIDE_AT_MOST = ROWS_PER_CHUNK  # drops
 
@@ -134,30 +133,16 @@ def _drop_read(count: int) -> Shape | Beside:
     return DROP_AND_ORDER if count <= BESIDE_AT_MOST else DROP_SEEN
 
 
-def track_drops(
-    *, business, environment: str, identifiers: list[str], active: list[tuple] | None = None
-) -> list[dict]:
-    """One entry per distinct identifier, in request order; the active drop, else the newest.
-    `active`: the rows of beside_key(environment, identifiers), when the key's statement
-    read them."""
+def track_drops(*, business, environment: str, identifiers: list[str]) -> list[dict]:
+    """One entry per distinct identifier, in request order; the active drop, else the newest."""
     wanted = list(dict.fromkeys(identifiers))
     read = _drop_read(len(wanted))
-    chosen = _choose(_by_client_order_ids(business, environment, wanted, read, active))
+    chosen = _choose(_by_client_order_ids(business, environment, wanted, read))
     entries = _entries(chosen.values())
     return [
         entries[chosen[i].drop_id] if i in chosen else {"client_order_id": i, "status": "NOT_FOUND"}
         for i in wanted
     ]
-
-
-def beside_key(environment: str, identifiers: list[str]) -> BesideKey | None:
-    """track_drops' first read (the active drops with their orders), to be made by the key's
-    statement (accounts.auth.BesideKey); None for more drops than are read so."""
-    wanted = list(dict.fromkeys(identifiers))
-    if _drop_read(len(wanted)) is not DROP_AND_ORDER:
-        return None
-    read = _drops_read(KEY_BUSINESS, environment, ACTIVE_STATUSES, wanted, DROP_AND_ORDER)
-    return BesideKey(*read, len(DROP_AND_ORDER.expressions))
 
 
 def entries_by_drop_id(drop_ids: list) -> dict[str, dict]:
@@ -318,19 +303,13 @@ def _moves_of(rows, orders: dict[str, _Order]) -> dict[str, list[dict]]:
     return events
 
 
-def _by_client_order_ids(
-    business, environment: str, ids: list[str], shape: Shape | Beside, active=None
-) -> list:
+def _by_client_order_ids(business, environment: str, ids: list[str], shape: Shape | Beside) -> list:
     """The drops that matter for these ids, as rows of `shape` (DROP_KEY, a shape extending
     it, or DROP_AND_ORDER): for each id its active drop, else all its finished ones (the
-    caller picks the newest). Active drops come through the unique index (or as `active`,
-    read already); only the ids left without one are looked for among finished drops,
-    through theirs (orders.models.Drop.Meta). Two queries at most, one when every id is
-    active."""
-    if active is None:
-        rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, shape)
-    else:
-        rows = shape.rows(active)
+    caller picks the newest). Active drops come through the unique index; only the ids left
+    without one are looked for among finished drops, through theirs (orders.models.Drop.Meta).
+    Two queries at most, one when every id is active."""
+    rows = _drops_of(business, environment, ACTIVE_STATUSES, ids, shape)
     found = {row.client_order_id for row in rows}
     rest = [i for i in ids if i not in found]
     if rest:
@@ -341,24 +320,19 @@ def _by_client_order_ids(
 def _drops_of(business, environment: str, statuses, ids: list[str], shape: Shape | Beside) -> list:
     """The drops of these client_order_ids in these statuses: SQL compiled once per shape
     (core.reads.rows_compiled_once), since every tracking call makes this query."""
-    key, params, queryset = _drops_read(business.pk, environment, statuses, ids, shape)
-    return shape.rows(rows_compiled_once(key, [*params, business.pk], queryset, expected=len(ids)))
-
-
-def _drops_read(business, environment: str, statuses, ids: list[str], shape: Shape | Beside):
-    """_drops_of's read: its key, the params Django binds but the business's id (bound last
-    when `business` is an id, none when it is accounts.auth.KEY_BUSINESS), its queryset."""
     form, listed = any_values(ids)
-    return (
-        ("tracking drops", shape.name, statuses, form),
-        [environment, listed],
-        lambda: (
-            Drop.objects.filter(environment=environment)
-            .filter(status__among=statuses, client_order_id__any=ids)
-            .filter(business=business)
-            .order_by()
-            .values_list(*shape.expressions)
-        ),
+    return shape.rows(
+        rows_compiled_once(
+            ("tracking drops", shape.name, statuses, form),
+            [business.pk, environment, listed],
+            lambda: (
+                Drop.objects.filter(business=business, environment=environment)
+                .filter(status__among=statuses, client_order_id__any=ids)
+                .order_by()
+                .values_list(*shape.expressions)
+            ),
+            expected=len(ids),
+        )
     )
 
 
@@ -382,11 +356,10 @@ def _preferred(row, current) -> bool:
 # Plain strings: an enum member costs a descriptor call on every access, thousands per answer.
 _PICKED_UP, _PENDING = DropStatus.PICKED_UP.value, DropStatus.PENDING.value
 _DELIVERED, _RETURNED = DropStatus.DELIVERED.value, DropStatus.RETURNED.value
-# A drop that failed keeps saying why while it returns (docs/contract.md §19).
+# A drop that failed keeps saying why while it returns (FAILED_ONCE: docs/contract.md §19).
 # A COD drop's cash (docs/contract.md §18): waiting while the drop is active, collected with the
 # delivery, not collected once it failed, returned or was cancelled.
 PENDING, COLLECTED, NOT_COLLECTED = "pending", "collected", "not_collected"
-_FAILED_ONCE = frozenset({DropStatus.FAILED.value, DropStatus.RETURNING.value, _RETURNED})
 
 
 class _Context:
@@ -434,6 +407,7 @@ class _Context:
             "client_order_id": row.client_order_id,
             "status": status,
             "drop_id": drop_id,
+            "short_code": row.short_code,
             "pass_order_id": row.order_id,
             "batch_id": order.batch_id,
             "external_waybill": row.waybill,
@@ -459,10 +433,8 @@ class _Context:
             "parcel": _parcel(row),
             "cod": None if row.cod_amount is None else self._cod(row, status, events),
             "tracking_url": self.link + token,
-            "proof_of_delivery": None
-            if status != _DELIVERED
-            else _proof(drop_id, row.pod_method, row.pod_received_by, row.pod_photo, events),
-            "failure": None if status not in _FAILED_ONCE else _failure(row.failure_reason, events),
+            "proof_of_delivery": None if status != _DELIVERED else _proof(drop_id, row, events),
+            "failure": None if status not in FAILED_ONCE else _failure(row.failure_reason, events),
             "return": None
             if status != _RETURNED
             else {"at": _at(events, _RETURNED), "received_by": row.return_received_by},
@@ -493,7 +465,7 @@ class _Context:
         }
 
     def _window_status(self, row) -> str:
-        """As stored (tracking/windows.py), and at_risk as soon as the ETA passes the end,
+        """As stored (tracking/window_watch.py), and at_risk as soon as the ETA passes the end,
         before the minute's job has stored it."""
         status, risk_at = row.window_status, row.window_risk_at
         if status == ON_TRACK and risk_at is not None and self.now > self._moment(risk_at):
@@ -568,13 +540,14 @@ def _at(events: list[dict], status: str) -> str | None:
     return next((e["at"] for e in reversed(events) if e["status"] == status), None)
 
 
-def _proof(drop_id: str, method, received_by, photo, events: list[dict]) -> dict:
-    """How a DELIVERED drop was handed over (docs/contract.md §14)."""
+def _proof(drop_id: str, row, events: list[dict]) -> dict:
+    """How a DELIVERED drop was handed over (docs/contract.md §14, §24)."""
     return {
-        "method": method or ProofMethod.NONE,
+        "method": row.pod_method or ProofMethod.NONE,
         "at": _at(events, DropStatus.DELIVERED),
-        "received_by": received_by,
-        "photo_url": photo_url(drop_id) if photo else None,
+        "received_by": row.pod_received_by,
+        "photo_url": photo_url(drop_id) if row.pod_photo else None,
+        "signature_url": signature_url(drop_id) if row.pod_signature else None,
     }
 
 

@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from accounts.models import Business, Environment
 from billing.services import lock_account, refund_drops
-from orders.models import Driver, Drop, DropStatus, FailureReason
+from orders.couriers import Courier, courier_model
+from orders.models import Drop, DropStatus, FailureReason
+from orders.statuses import RETURN_STEPS
 from orders.stops import lock_routes_of
 from tracking.lifecycle import (
     CANCELLABLE,
@@ -21,6 +23,7 @@ from tracking.lifecycle import (
     along_happy_path,
     apply_moves,
     single_step,
+    step_from,
 )
 from tracking.selectors import pick_drop_ids, track_drops
 
@@ -38,8 +41,8 @@ SANDBOX_OUTCOME = Outcome(
 )
 
 
-def sandbox_test_driver() -> Driver:
-    driver, _ = Driver.objects.get_or_create(
+def sandbox_test_driver() -> Courier:
+    driver, _ = courier_model().objects.get_or_create(
         is_sandbox_test_driver=True,
         defaults={"name": "Sandbox Test Driver", "phone": "+85512000000"},
     )
@@ -127,7 +130,7 @@ def advance_sandbox_orders(
                 "code": "ILLEGAL_TRANSITION",
                 "message": f"A drop in {status} cannot move"
                 + (f" to {to}." if to else " forward.")
-                + (RETURNS_ONLY if to in (DropStatus.RETURNING, DropStatus.RETURNED) else ""),
+                + (RETURNS_ONLY if to in RETURN_STEPS else ""),
             },
         )
 
@@ -162,7 +165,7 @@ class DriverRefused(Exception):
     """A driver who may not take these drops; its message says why, in a sentence."""
 
 
-def check_driver_for(*, drop_ids: list[UUID], driver: Driver) -> None:
+def check_driver_for(*, drop_ids: list[UUID], driver: Courier) -> None:
     """Only an active driver drives, and the sandbox test driver drives sandbox drops only:
     a live order is driven by a person (docs/contract.md §6, §20)."""
     if not driver.active:
@@ -181,7 +184,7 @@ def move_drops_as_operator(
     drop_ids: list[UUID],
     to: str,
     actor: str,
-    driver: Driver | None = None,
+    driver: Courier | None = None,
     outcome: Outcome = Outcome(),  # noqa: B008 (frozen)
 ) -> MoveResult:
     """Operator moves from admin: assign (with a driver), picked up, delivered, failed.
@@ -206,6 +209,12 @@ def store_proof_photo(upload) -> str:
     return default_storage.save(f"proof/{timezone.now():%Y/%m}/{upload.name}", upload)
 
 
+def store_signature(upload) -> str:
+    """Keep the recipient's signature (a PNG, checked by its bytes) with Django's storage API,
+    named .png whatever the app called it: /pod/ serves it by that suffix."""
+    return default_storage.save(f"proof/{timezone.now():%Y/%m}/signature.png", upload)
+
+
 def dispatch_due_orders(*, now: datetime | None = None) -> MoveResult:
     """Scheduled drops whose pickup time has come start waiting for a driver (PENDING)."""
     now = now or timezone.now()
@@ -215,5 +224,8 @@ def dispatch_due_orders(*, now: datetime | None = None) -> MoveResult:
         ).values_list("pk", flat=True)
     )
     return apply_moves(
-        drop_ids=due, steps=single_step(DropStatus.PENDING), actor="dispatcher", at=now
+        drop_ids=due,
+        steps=step_from(DropStatus.SCHEDULED, DropStatus.PENDING),
+        actor="dispatcher",
+        at=now,
     )

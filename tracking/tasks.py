@@ -13,7 +13,7 @@ from django_tasks_db.models import DBTaskResult
 from orders.models import Drop
 from tracking.scenarios import run_due_scenarios
 from tracking.services import dispatch_due_orders as dispatch
-from tracking.windows import flag_windows_at_risk as flag_windows
+from tracking.window_watch import flag_windows_at_risk as flag_windows
 
 
 @task()
@@ -25,7 +25,7 @@ def dispatch_due_orders() -> int:
 @task()
 def flag_windows_at_risk() -> int:
     """Turn at_risk the drops whose ETA has passed their window's end; how many (one
-    order.window_at_risk each, the first time: tracking/windows.py)."""
+    order.window_at_risk each, the first time: tracking/window_watch.py)."""
     return flag_windows()
 
 

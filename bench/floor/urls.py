@@ -1,4 +1,4 @@
-"""The service's URLs, and /bench/floor: the framework floor of a small call (issue 34).
+"""The service's URLs, and /bench/floor: the framework floor of a small call.
 
 The view authenticates nothing and runs one indexed SELECT of one row on the request's
 connection, behind the same middleware as every call: what any Django call of ours costs

@@ -1,4 +1,5 @@
-"""The rate counters need no WAL (docs/decisions.md, issue 34).
+"""The rate counters need no WAL (docs/decisions.md, "Rate counters live in an unlogged
+table, or in Redis").
 
 Every API call counts one hit, in a statement that commits on its own. On a logged table
 that commit waits for the WAL to reach the disk (and, with a synchronous standby, the

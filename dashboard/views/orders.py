@@ -12,8 +12,9 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
 from accounts.models import Business, Environment
 from core.api import ApiError
@@ -30,15 +31,17 @@ from dashboard.views.common import (
     spend_key_form_token,
 )
 from orders.links import drop_tracking_url
-from orders.models import INITIAL_STATUSES, Batch, Drop, DropStatus, WindowStatus
+from orders.models import Batch, Drop, DropStatus, WindowStatus
 from orders.results import ResultEntry
 from orders.selectors import batches_named, stored_results
+from orders.statuses import EDITABLE_LOCATION
 from tracking.api import edit_refusal
 from tracking.edit_inputs import parse_drop_change
 from tracking.edits import EditRefused, edit_drop
+from tracking.labels import MAX_LABELS, batch_labels, drop_labels, labels_pdf
 from tracking.lifecycle import CANCELLABLE
 from tracking.listing import DropFilters, list_drops
-from tracking.proof import photo_url
+from tracking.proof import photo_url, signature_url
 from tracking.selectors import entries_by_drop_id
 from tracking.services import cancel_orders
 
@@ -150,6 +153,53 @@ def orders_export(request):
 
 
 @business_view
+def orders_labels(request):
+    """POST: the orders ticked on the orders page as one PDF, a label per page, in the
+    page's order (docs/dashboard.md, Labels)."""
+    if request.method != "POST":
+        return redirect("dashboard:orders")
+    drop_ids = []
+    for text in request.POST.getlist("drop")[:MAX_LABELS]:
+        try:
+            drop_ids.append(uuid.UUID(text))
+        except ValueError:
+            return HttpResponse(
+                "Not a drop id.", status=400, content_type="text/plain; charset=utf-8"
+            )
+    labels = drop_labels(
+        business=request.business, environments=Environment.values, drop_ids=drop_ids
+    )
+    if not labels:
+        messages.error(request, "Tick the orders to print labels for, then press Labels (PDF).")
+        return redirect(_back_to_orders(request))
+    return _labels_response(labels, "labels")
+
+
+@business_view
+def order_label(request, pk: uuid.UUID):
+    """One order's label, as the API serves it; another business's order is a 404."""
+    labels = drop_labels(business=request.business, environments=Environment.values, drop_ids=[pk])
+    if not labels:
+        raise Http404("No such order.")
+    return _labels_response(labels, f"label-{labels[0].short_code}")
+
+
+def _back_to_orders(request) -> str:
+    """The orders page the form was sent from (its filters kept), never another site."""
+    referer = urlsplit(request.headers.get("Referer", ""))
+    if referer.netloc == request.get_host() and referer.path == reverse("dashboard:orders"):
+        return f"{referer.path}?{referer.query}" if referer.query else referer.path
+    return reverse("dashboard:orders")
+
+
+def _labels_response(labels: list, name: str) -> HttpResponse:
+    response = HttpResponse(labels_pdf(labels), content_type="application/pdf")
+    response["Content-Disposition"] = f'inline; filename="{name}.pdf"'
+    response["Cache-Control"] = "no-store"  # recipients' names
+    return response
+
+
+@business_view
 def order_detail(request, pk: uuid.UUID):
     drop = get_object_or_404(
         Drop.objects.select_related("order__driver", "batch"), pk=pk, business=request.business
@@ -167,6 +217,7 @@ def order_detail(request, pk: uuid.UUID):
             "window_status": _window_status(drop),
             # Same-origin, as the recipient's page shows it: the signed /pod/ link's path.
             "photo_path": urlsplit(photo_url(drop.pk)).path if drop.pod_photo else None,
+            "signature_path": urlsplit(signature_url(drop.pk)).path if drop.pod_signature else None,
         },
     )
 
@@ -274,7 +325,7 @@ def _edit_page(
             "drop": drop,
             "form": form,
             "form_token": new_key_form_token(request) if form is not None else "",
-            "before_pickup": drop.status in INITIAL_STATUSES,
+            "before_pickup": drop.status in EDITABLE_LOCATION,
             "refusal": refusal,
             "closed": closed,
         },
@@ -324,6 +375,14 @@ def batches(request):
     return render(
         request, "dashboard/batches.html", {"form": form, "batches": page_of(request, rows)}
     )
+
+
+@business_view
+def batch_labels_pdf(request, pk: uuid.UUID):
+    """Every drop the batch accepted, a label per page, in the order they were sent."""
+    batch = get_object_or_404(Batch, pk=pk, business=request.business)
+    labels = batch_labels(business=request.business, batch=batch)
+    return _labels_response(labels, f"labels-{batch.client_batch_id}"[:100])
 
 
 @dataclass(slots=True)

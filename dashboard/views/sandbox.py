@@ -23,6 +23,7 @@ from orders.inputs import parse_batch
 from orders.links import drop_tracking_url
 from orders.models import Drop, DropStatus, UndeliverableAction
 from orders.services import BatchResult, create_batch
+from orders.statuses import RETURN_STEPS
 from tracking.scenarios import sample_batch_body, scenario_body
 from tracking.services import advance_sandbox_orders
 
@@ -70,7 +71,7 @@ def _refusal_words(entry: dict, *, to: str) -> str:
     if entry["error"]["code"] == "NOT_FOUND":
         return "no sandbox order with this id."
     where = f"to {DropStatus(to).label.lower()}" if to else "further"
-    if to in (DropStatus.RETURNING, DropStatus.RETURNED) and (
+    if to in RETURN_STEPS and (
         entry.get("undeliverable_action") == UndeliverableAction.DISPOSE
     ):  # docs/contract.md §19
         return f"it is to be disposed of if undeliverable, so it never moves {where}."

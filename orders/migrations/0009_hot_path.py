@@ -6,7 +6,8 @@ import orders.links
 from django.db import migrations, models
 
 # Referential integrity for the drops a batch writes, checked per statement, not per row
-# (issue 18). A foreign key checks each inserted drop with a query of its own at commit:
+# (docs/decisions.md, "A batch writes one debit, no creation events, and checks ownership
+# by trigger"). A foreign key checks each inserted drop with a query of its own at commit:
 # ~5 ms for 1000 drops, a quarter of what storing them costs. The same guarantee, set-based:
 #
 # - an order belongs to its batch, business and environment: one composite foreign key
@@ -83,7 +84,8 @@ ALTER TABLE orders_order DROP CONSTRAINT order_belongs_to_its_batch;
 
 # The stored answer of a 1000-drop batch is ~300 KB of JSON: PostgreSQL's default TOAST
 # compression (pglz) took ~3.2 ms to store it, lz4 ~0.6 ms for the same size on disk
-# (issue 18). Left at the default where the server was built without lz4.
+# (docs/decisions.md, "The answer is built once, stored compressed with lz4, and replayed
+# as bytes"). Left at the default where the server was built without lz4.
 RESPONSES_IN_LZ4 = """
 DO $$ BEGIN
     ALTER TABLE orders_batch ALTER COLUMN response SET COMPRESSION lz4;

@@ -1,4 +1,4 @@
-# Issue 18: the ownership triggers of migration 0009 plan their check at every run.
+# The ownership triggers of migration 0009 plan their check at every run.
 #
 # A query in a PL/pgSQL function that takes no parameter is planned once per connection and
 # the plan kept. The check's plan was made for the first statement a connection ran: for a

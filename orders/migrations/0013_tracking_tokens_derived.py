@@ -1,7 +1,7 @@
 """Tracking tokens are derived from the drop's id (orders/links.py), no longer stored.
 
 The tokens stored so far move to `LegacyTrackingToken`, so every link already sent keeps
-opening its page; the drops lose the column and its unique index (issue 18). Reversed, every
+opening its page; the drops lose the column and its unique index. Reversed, every
 drop gets a stored token again: the one it had where there was one, else the derived one
 its links show now, so no link breaks either way.
 """

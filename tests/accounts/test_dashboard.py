@@ -422,7 +422,7 @@ def test_test_driver_delivers_from_the_console(open_for_business, alice, alice_w
     assert response["Location"] == f"/orders/{created.pk}/"
     page = alice_web.get(response["Location"]).content.decode()
     assert "Delivered" in page and "Sandbox Test Driver" in page
-    # Three moves stored after the creation, which is the drop row itself (issue 18).
+    # Three moves stored after the creation, which is the drop row itself.
     assert created.events.count() == 3
     assert [e.status for e in timeline_of(created.pk)] == [
         DropStatus.PENDING,

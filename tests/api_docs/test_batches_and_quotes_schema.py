@@ -1,4 +1,4 @@
-"""The schema's word on GET /batches items and on a used quote (issue 27)."""
+"""The schema's word on GET /batches items and on a used quote."""
 
 from __future__ import annotations
 

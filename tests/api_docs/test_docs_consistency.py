@@ -1,4 +1,4 @@
-"""The docs say what the code does, wherever a machine can tell (issue 27).
+"""The docs say what the code does, wherever a machine can tell.
 
 The error codes the code can answer, read from its source, are the ones the OpenAPI
 schema's error list and docs/api.md's Errors table name, each with its status; the limits
@@ -19,19 +19,19 @@ from django.test import Client
 from rest_framework import exceptions
 
 from core.api import _DRF_CODES, MAX_JSON_DEPTH
-from courier_app.api import MOVE_REFUSAL_STATUS
+from couriers.api import MOVE_REFUSAL_STATUS
 from events.endpoints import EndpointRefused
 from events.models import EventType
-from orders.api import refusal_status
 from orders.errors import BatchRefused
 from orders.models import DropStatus
+from tracking.api import refusal_status
 from tracking.listing import SYNC_MARGIN
 
 ROOT = Path(settings.BASE_DIR)
 GUIDE = ROOT / "docs" / "api.md"
 # The packages that answer API requests (dashboard and console answer pages, not the API).
 API_PACKAGES = [
-    "core", "accounts", "events", "billing", "orders", "tracking", "courier_app", "geo", "config"
+    "core", "accounts", "events", "billing", "orders", "tracking", "couriers", "geo", "config"
 ]  # fmt: skip
 
 
@@ -63,11 +63,11 @@ def errors_the_api_answers() -> set[tuple[int, str]]:
         for path in (ROOT / package).rglob("*.py"):
             if "migrations" not in path.parts:
                 found |= literal_errors_in(path)
-    # Domain refusals carry their code; the API layer gives the status (orders/api.py's
+    # Domain refusals carry their code; the API layer gives the status (tracking/api.py's
     # REFUSAL_STATUS, events/api.py answers every endpoint refusal with 409).
     found |= {(refusal_status(cls), cls.code) for cls in leaf_classes(BatchRefused)}
     found |= {(409, cls.code) for cls in leaf_classes(EndpointRefused)}
-    # The courier API's move refusals (courier_app/api.py).
+    # The courier API's move refusals (couriers/api.py).
     found |= {(status, code) for code, status in MOVE_REFUSAL_STATUS.items()}
     # DRF's own exceptions, renamed by core.api.exception_handler.
     found |= {(cls.status_code, code) for cls, code in _DRF_CODES}

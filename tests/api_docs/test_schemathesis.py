@@ -22,6 +22,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis import checks as core_checks
 from schemathesis.specs.openapi import checks as openapi_checks
 
+# Hypothesis cases of every operation: left out of the fast loop (tests/README.md).
+pytestmark = pytest.mark.slow
+
 # A drop's phone and coordinates are typed in the schema so that generated clients type
 # them, but a wrong one is not a request-level 400: it rejects that drop (INVALID_PHONE,
 # INVALID_COORDINATES) inside a 200 (docs/contract.md §4).

@@ -1,5 +1,5 @@
-"""Helpers of the cash-on-delivery tests: drops with cash to collect, and the COD ledger's
-consistency (docs/contract.md §18)."""
+"""Helpers of the cash-on-delivery tests: drops with cash to collect, and the consistency of
+the COD ledger (docs/contract.md §18) and of the couriers' cash ledger (§23)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from decimal import Decimal
 from django.db.models import Q
 
 from billing.cod import TOTALS
-from billing.models import CodAccount, CodEntry
+from billing.custody import KEPT, custody_breaches
+from billing.models import CodAccount, CodEntry, CourierCashAccount, CourierCashEntry
 from core.functions import MoneySum
 from orders.models import Drop, DropStatus
 from tests.tracking.helpers import advance, entries, place
@@ -50,6 +51,36 @@ def assert_cod_consistent() -> None:
         for entry in CodEntry.objects.filter(account=account).order_by("id"):
             owed += entry.amount
             assert entry.owed_after == owed >= 0, f"{entry} breaks the owed_after chain"
+    assert_custody_consistent()
+
+
+def assert_custody_consistent() -> None:
+    """Every courier cash account's in_hand is the sum of its entries, each kept total the
+    sum of its entries of that kind, each in_hand_after follows from the one before, never
+    below zero; and the invariant holds: Σ businesses' COLLECTED = Σ couriers' COLLECTED =
+    Σ in_hand + Σ HANDED_OVER + Σ SHORTAGE (billing.custody.custody_breaches)."""
+    zero = Decimal("0.00")
+    kept = {
+        name: sign * MoneySum("amount", filter=Q(kind=kind), default=zero)
+        for name, (kind, sign) in KEPT.items()
+    }
+    for account in CourierCashAccount.objects.all():
+        summed = account.entries.aggregate(in_hand=MoneySum("amount", default=zero), **kept)
+        assert {name: getattr(account, name) for name in summed} == summed, account
+        in_hand = zero
+        for entry in CourierCashEntry.objects.filter(account=account).order_by("id"):
+            in_hand += entry.amount
+            assert entry.in_hand_after == in_hand >= 0, f"{entry} breaks the in_hand chain"
+    assert custody_breaches() == []
+    # Every COD COLLECTED names the courier whose account has the same COLLECTED.
+    collected = CodEntry.objects.filter(kind="COLLECTED")
+    for entry in collected.select_related("account"):
+        cash = CourierCashEntry.objects.select_related("account").get(
+            kind="COLLECTED", drop_id=entry.drop_id
+        )
+        assert cash.amount == entry.amount, entry
+        assert cash.account.courier_id == entry.courier_id, entry
+        assert cash.account.environment == entry.account.environment, entry
 
 
 def owed_of(tenant, environment: str = "sandbox") -> Decimal:

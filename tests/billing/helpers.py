@@ -37,7 +37,7 @@ def assert_ledger_consistent(tenant, environment: str = "sandbox") -> Decimal:
 
 
 def batch_debit(batch_id) -> LedgerEntry:
-    """The one ORDER_DEBIT that charges a batch's drops (issue 18), checked.
+    """The one ORDER_DEBIT that charges a batch's drops, checked.
 
     It names the batch and no drop, is minus the sum of the prices of the batch's drops,
     says how many they are, and was made by no person.

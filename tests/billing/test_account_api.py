@@ -186,8 +186,8 @@ def test_provision_business_command_options_show_in_the_account(db, api):
 
 @pytest.mark.parametrize("billing", ["wallet", "invoiced"])
 def test_the_account_is_what_its_documented_serializer_renders(make_tenant, api, billing):
-    """GET /account is built as the wire shape, not rendered through billing.schema.Account
-    (issue 34); the serializer, which documents it, must render it unchanged."""
+    """GET /account is built as the wire shape, not rendered through billing.schema.Account;
+    the serializer, which documents it, must render it unchanged."""
     tenant = make_tenant(billing=billing)
     data = account(api, tenant.sandbox_key)
 

@@ -1,7 +1,7 @@
-"""GET /account's reads on PostgreSQL are one statement (billing/account.py), made by the API
-key's own statement when the counters are there (accounts.auth.BesideKey): both must answer
-exactly what the ORM's reads apart answer (the embedded default's way), whatever the account
-holds. That each is one statement is held by tests/orders/test_query_counts.py."""
+"""GET /account's reads on PostgreSQL after authentication are one statement
+(billing/account.py): it must answer exactly what the ORM's reads apart answer (the embedded
+default's way), whatever the account holds. That it is one statement is held by
+tests/orders/test_query_counts.py."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 def both_ways(api, tenant, environment: str = "sandbox") -> tuple[dict, dict]:
     """GET /account's `data` read in one statement, and read apart by the ORM; asserting
-    first that the API's answer (read by the key's statement) is the one statement's."""
+    first that the API's answer is the one statement's."""
     key = tenant.sandbox_key if environment == "sandbox" else tenant.live_key
     response = api.get("/account", key)
     assert response.status_code == 200, response.content

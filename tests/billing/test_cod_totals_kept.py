@@ -1,4 +1,4 @@
-"""The COD account keeps its entries' sums by kind (billing.cod._append, issue 34): GET
+"""The COD account keeps its entries' sums by kind (billing.cod._append): GET
 /account reads them as columns, never every entry ever written, so its cost does not grow
 with a business's history; the kept totals always equal the sums of the entries."""
 

@@ -1,5 +1,5 @@
 """An invoiced business's sandbox is billed as its live is, by invoice: approving it credits no
-sandbox wallet, so its sandbox ledger shows no 100.00 it can never spend (issue 27)."""
+sandbox wallet, so its sandbox ledger shows no 100.00 it can never spend."""
 
 from __future__ import annotations
 

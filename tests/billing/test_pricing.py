@@ -115,7 +115,7 @@ def test_with_generous_included_km_every_drop_costs_the_base_fee(
 
     assert prices(response) == ["3.45", "3.45", "3.45"]
     assert set(Drop.objects.values_list("price", flat=True)) == {Decimal("3.45")}
-    # One debit for the batch (issue 18): the three base fees.
+    # One debit for the batch: the three base fees.
     debit = LedgerEntry.objects.get(kind=EntryKind.ORDER_DEBIT)
     assert debit == batch_debit(response.json()["data"]["batch_id"])
     assert debit.amount == Decimal("-3.45") * 3

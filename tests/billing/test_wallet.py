@@ -70,7 +70,7 @@ def test_balance_running_out_midway_accepts_earlier_drops_and_rejects_later_in_o
     assert all(o["message"] and "drop_id" not in o for o in rejected)
     assert sorted(Drop.objects.values_list("client_order_id", flat=True)) == ["W-1", "W-2", "W-5"]
     assert assert_ledger_consistent(tenant) == Decimal("0.34")
-    # One debit for the batch: W-1 + W-2 + W-5 = 2.66 + 1.00 + 1.00 (issue 18).
+    # One debit for the batch: W-1 + W-2 + W-5 = 2.66 + 1.00 + 1.00.
     debit = batch_debit(data["batch_id"])
     assert list(debits()) == [debit]
     assert (debit.amount, debit.balance_after, debit.note) == (
@@ -284,7 +284,7 @@ def test_debits_of_a_batch_cost_the_same_queries_for_1_and_for_40_drops(
     with CaptureQueriesContext(connection) as forty:
         api.bulk(many_drops(40, "FORTY"), tenant.sandbox_key)
 
-    # One debit per batch, whatever its size (issue 18).
+    # One debit per batch, whatever its size.
     assert len(assert_debited_per_batch(tenant)) == debits().count() == 3
     assert batch_debit(Batch.objects.get(accepted=40).pk).note == "40 drops"
     assert len(forty) == len(one)

@@ -1,5 +1,5 @@
 """An operator's wallet entry past what the columns hold is a clear error on the admin form,
-never a 500 from the database; a balance that would overflow writes nothing (issue 27)."""
+never a 500 from the database; a balance that would overflow writes nothing."""
 
 from __future__ import annotations
 

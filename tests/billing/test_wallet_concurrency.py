@@ -53,7 +53,7 @@ def test_thirty_concurrent_batches_against_a_wallet_for_ten_accept_exactly_ten(
     debits = LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT)
     assert debits.count() == 10
     assert set(debits.values_list("amount", flat=True)) == {Decimal("-2.00")}
-    # One debit per batch that accepted its drop, naming that batch (issue 18).
+    # One debit per batch that accepted its drop, naming that batch.
     assert set(debits.values_list("batch_id", flat=True)) == set(
         Drop.objects.values_list("batch_id", flat=True)
     )

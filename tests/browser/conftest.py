@@ -37,6 +37,17 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "test-artifacts" / "screenshots"
 _taken: list[Path] = []
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Every test here drives a real chromium: marked slow, so `pytest -m "not slow"` (the
+    fast loop, tests/README.md) leaves them out. A conftest's hook sees every item of the
+    run, not only this folder's."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_terminal_summary(terminalreporter):
     """In a one-process run (`pytest FILE`); tests/conftest.py says it for `make test`."""
     if _taken and not os.environ.get("PYTEST_XDIST_WORKER"):

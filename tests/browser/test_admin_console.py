@@ -1,7 +1,7 @@
-"""The operators' console in a real browser (issue 16, item 5): the index opens on what waits,
+"""The operators' console in a real browser: the index opens on what waits,
 approving shows the request and the money terms, switching live asks first, and the lists
 fit a 1280 px window; on a phone the drops list keeps each id on one line and its times read
-as the dashboard's, with the zone (issue 27, point 7)."""
+as the dashboard's, with the zone."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The courier app in a real browser (docs/couriers.md, issue 31 items 3 and 7): a 360 × 740
+"""The courier app in a real browser (docs/couriers.md): a 390 × 844
 phone with its location granted signs in, goes online (its position lands), sees the route,
 picks up and delivers a COD drop and a PIN drop through courier.js and the JSON API, passes
 axe and never scrolls sideways; a move made without network waits in the phone and lands
 once when the network returns; an offer the dispatcher makes shows with its countdown, is
 not answered offline, and accepted shows the route in stop order, or goes away when its time
-is up (issue 32). The screenshots of docs/couriers.md are taken here."""
+is up. The screenshots of docs/couriers.md are taken here."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Locator, Page, expect
 
-import courier_app.pages
+import couriers.pages
 from couriers.models import CourierPoint, CourierPosition
 from couriers.services import provision_courier
 from dispatch.dispatcher import dispatch_waiting
@@ -29,7 +29,7 @@ from dispatch.models import Offer, OfferStatus
 from orders.models import DeliveryEvent, Drop, DropStatus
 from tests.browser.axe import assert_accessible
 from tests.browser.helpers import assert_fits
-from tests.courier_app.conftest import PASSWORD, assigned_drops
+from tests.couriers.conftest import PASSWORD, assigned_drops
 from tests.dispatch.conftest import live_order
 from tests.factories import drop
 from tests.reliability.batch_hold import open_all_day
@@ -39,7 +39,7 @@ from tracking.services import cancel_drops_as_operator
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 S = DropStatus
-PHONE = {"width": 360, "height": 740}
+PHONE = {"width": 390, "height": 844}
 WHERE = {"latitude": 11.5564, "longitude": 104.9282}  # Phnom Penh, where the demo region is
 DOCS = Path(settings.BASE_DIR) / "docs" / "couriers"
 PHOTO = Path(settings.BASE_DIR) / "tracking" / "assets" / "sandbox-proof.png"
@@ -47,7 +47,7 @@ PHOTO = Path(settings.BASE_DIR) / "tracking" / "assets" / "sandbox-proof.png"
 
 @pytest.fixture
 def phone(browser, live_server):
-    """phone(): a new 360 px phone (its own cookies and storage) that shares its location."""
+    """phone(): a new 390 px phone (its own cookies and storage) that shares its location."""
     contexts = []
 
     def open_phone(**options) -> Page:
@@ -180,7 +180,7 @@ def test_a_move_made_offline_waits_and_lands_once_when_the_network_returns(
     sign_in(page, courier)
     page.context.set_offline(True)
     stop_of(page, one).get_by_role("button", name="Picked up").click()
-    expect(page.locator("#waiting")).to_have_text("1 waiting to send")
+    expect(page.locator("#waiting")).to_have_text("1 move waiting to send")
     expect(stop_of(page, one).get_by_text("Waiting to send: Picked up")).to_be_visible()
     for_docs(page, "waiting", screenshot)
     time.sleep(1)  # nothing leaves the phone while it has no network
@@ -198,7 +198,7 @@ def test_a_move_made_offline_waits_and_lands_once_when_the_network_returns(
 
 
 @pytest.mark.parametrize("screen", ["sign-in", "route"])
-def test_the_courier_app_passes_axe_at_360_px(make_tenant, api, courier, phone, screen):
+def test_the_courier_app_passes_axe_at_390_px(make_tenant, api, courier, phone, screen):
     open_all_day()
     drops = assigned_drops(
         api, make_tenant(name="Lotus Bakery"), courier,
@@ -240,7 +240,7 @@ def test_positions_taken_offline_wait_and_go_in_batches_when_the_network_returns
     courier, phone, monkeypatch, settings
 ):
     # One point a second, at most two a request: the same queue as 15 s and 100, sooner.
-    monkeypatch.setattr(courier_app.pages, "POSITION_SECONDS", 1)
+    monkeypatch.setattr(couriers.pages, "POSITION_SECONDS", 1)
     settings.MAX_COURIER_POINTS = 2
     page = phone()
     sign_in(page, courier)
@@ -305,7 +305,7 @@ def test_an_offer_comes_counts_down_and_accepting_shows_the_route_in_stop_order(
     make_tenant, api, courier, phone, screenshot, monkeypatch
 ):
     open_all_day()
-    monkeypatch.setattr(courier_app.pages, "OFFER_POLL_SECONDS", 1)  # 10 s in use: sooner
+    monkeypatch.setattr(couriers.pages, "OFFER_POLL_SECONDS", 1)  # 10 s in use: sooner
     shop = make_tenant(name="Lotus Bakery", live_balance="100.00")
     page = phone()
     sign_in(page, courier)
@@ -362,7 +362,7 @@ def test_an_offer_goes_away_when_its_time_is_up(
     make_tenant, api, courier, phone, monkeypatch, settings
 ):
     open_all_day()
-    monkeypatch.setattr(courier_app.pages, "OFFER_POLL_SECONDS", 1)
+    monkeypatch.setattr(couriers.pages, "OFFER_POLL_SECONDS", 1)
     settings.OFFER_SECONDS = 4
     shop = make_tenant(name="Lotus Bakery", live_balance="100.00")
     page = phone()
@@ -381,7 +381,7 @@ def test_an_offer_goes_away_when_its_time_is_up(
 
 def test_an_offer_gone_meanwhile_says_so_and_leaves(make_tenant, api, courier, phone, monkeypatch):
     open_all_day()
-    monkeypatch.setattr(courier_app.pages, "OFFER_POLL_SECONDS", 1)
+    monkeypatch.setattr(couriers.pages, "OFFER_POLL_SECONDS", 1)
     shop = make_tenant(name="Lotus Bakery", live_balance="100.00")
     page = phone()
     sign_in(page, courier)

@@ -1,4 +1,4 @@
-"""Orders from a spreadsheet in a real browser (issue 16, item 2): a member downloads the
+"""Orders from a spreadsheet in a real browser: a member downloads the
 template, uploads a file with good and bad rows and reads the result row by row, at 360 px
 and 1280 px wide, with an accessibility pass on the upload page and on the result."""
 

@@ -1,4 +1,4 @@
-"""The business dashboard in a real browser, 360 px and 1280 px wide (issue 16).
+"""The business dashboard in a real browser, 360 px and 1280 px wide.
 
 A shop with a month of live orders, a batch of 150 drops spread over Phnom Penh, keys, a
 webhook endpoint and a wallet: each page is opened at both widths, must never scroll the

@@ -1,4 +1,4 @@
-"""The dashboard as a newcomer meets it (issue 27), in a real browser at 390 and 1280 px.
+"""The dashboard as a newcomer meets it, in a real browser at 390 and 1280 px.
 
 No label is cut mid-word on any page ("accept|ed", "Resen|d", "ENVIRONM|ENT"): each word's
 text is measured as drawn and must sit on one line. The home page opens on the sandbox a

@@ -1,4 +1,4 @@
-"""The dispatch board in a real browser (docs/operator.md "Dispatch board", issue 32 item 3):
+"""The dispatch board in a real browser (docs/operator.md "Dispatch board"):
 an operator opens it, sees the map with the waiting order's pickup and the courier online as
 pins, the map refreshes itself, passes axe, and the operator gives the order to the courier
 by hand. The screenshot of docs/operator.md is taken here (only with DOCS_SCREENSHOTS=1)."""
@@ -18,7 +18,7 @@ from couriers.services import provision_courier
 from orders.models import Drop, DropStatus, WindowStatus
 from tests.browser.axe import assert_accessible
 from tests.browser.helpers import admin_log_in
-from tests.courier_app.conftest import PASSWORD
+from tests.couriers.conftest import PASSWORD
 from tests.dispatch.conftest import FAR, NEAR, live_order, online_at
 from tests.fixtures import Api
 from tests.reliability.batch_hold import open_all_day

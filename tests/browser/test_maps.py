@@ -1,4 +1,4 @@
-"""The maps in a real browser (issue 27): streets under the pins, and pins whatever the tiles do.
+"""The maps in a real browser: streets under the pins, and pins whatever the tiles do.
 
 The tests have no internet, so OpenStreetMap's tiles (the default) fail to load: exactly the
 case that must still draw every pin and area, with OpenStreetMap's credit in the corner. A
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = [390, 1280]
 EMAIL = "owner@lotus.example"
-# North of the shop, as in the issue's order: the drop-off pin stands at the map's top.
+# A drop-off north of the shop: its pin stands at the map's top.
 SHOP = {"lat": 11.5564, "long": 104.9282}
 NORTH = {"lat": 11.5896, "long": 104.9210}
 

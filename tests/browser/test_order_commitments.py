@@ -1,4 +1,4 @@
-"""An order's promise and its edit in a real browser, 390 px and 1280 px wide (issue 29).
+"""An order's promise and its edit in a real browser, 390 px and 1280 px wide.
 
 A shop's order with a drop-off window and notes for the courier: the order page shows them,
 Edit opens the form (the location, window and action disabled once the order is picked up),

@@ -1,4 +1,4 @@
-"""Loading places from a CSV file in a real browser (issue 27, point 2): the button on the
+"""Loading places from a CSV file in a real browser: the button on the
 places list, the preview with each row's problems, Save, and the places in the list."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The recipient's tracking page in a real browser (docs/contract.md §14, issue 15 item 5).
+"""The recipient's tracking page in a real browser (docs/contract.md §14).
 
 A `deliver` sandbox scenario is walked by a real `manage.py db_worker` on the real clock while
 two phones' worth of browser (360 px and 1280 px wide) watch /t/<token> update itself in place

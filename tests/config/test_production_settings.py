@@ -219,7 +219,7 @@ def test_refuses_a_bad_value_naming_the_variable(name, value):
     assert f"{name}={value!r}" in error
 
 
-# The three examples: each used to start, with a silent guess.
+# Three values that each used to start, with a silent guess.
 
 
 def test_a_negative_batch_size_stops_the_start():

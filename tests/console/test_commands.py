@@ -17,8 +17,8 @@ from django.utils import timezone
 from accounts.keys import KEY_PATTERN
 from accounts.models import ApiKey, BillingModel, Business, Stage
 from billing.models import Wallet
+from couriers.models import Driver
 from geo.models import OpeningHours, Place, ServiceArea
-from orders.models import Driver
 from tests.factories import batch, drop, group
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""One format for times across the console (issue 27, point 7): lists, read-only pages, inlines,
+"""One format for times across the console: lists, read-only pages, inlines,
 the index and History read "25 Nov 2026, 19:38 UTC+7", as the dashboard does, never the
 locale's "Nov. 25, 2026, 7:38 p.m." without a zone."""
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.hashers import check_password
 
-from couriers.models import CourierToken
+from couriers.models import CourierToken, Driver
 from couriers.services import issue_token
-from orders.models import Driver
 from tests.operators import staff_client
 
-ADD = "/admin/orders/driver/add/"
+ADD = "/admin/couriers/driver/add/"
 
 
 def form(**overrides) -> dict:
@@ -64,7 +63,7 @@ def test_bad_courier_fields_are_refused_on_the_form(db, overrides, field):
 
 
 def test_without_manage_courier_no_password_can_be_set(db):
-    clerk = staff_client("clerk", perms=["orders.add_driver", "orders.view_driver"])
+    clerk = staff_client("clerk", perms=["couriers.add_driver", "couriers.view_driver"])
     assert clerk.post(ADD, form()).status_code == 302
     assert Driver.objects.get(phone="+85512777000").password == ""
 
@@ -75,8 +74,19 @@ def test_switching_a_courier_off_ends_their_tokens(db, api):
     courier = Driver.objects.get(phone="+85512777000")
     token = issue_token(courier=courier)
     assert api.get("/courier/route", token).status_code == 200
-    change = f"/admin/orders/driver/{courier.pk}/change/"
+    change = f"/admin/couriers/driver/{courier.pk}/change/"
     answer = operator.post(change, form(active="", new_password=""))
     assert answer.status_code == 302, answer.content
     assert not CourierToken.objects.filter(courier=courier).exists()
     assert api.get("/courier/route", token).status_code == 401
+
+
+def test_a_phone_another_courier_signs_in_with_is_refused_on_the_form(db):
+    operator = staff_client("op", groups=["Operators"])
+    assert operator.post(ADD, form()).status_code == 302
+
+    answer = operator.post(ADD, form(name="Sok Dara", phone="+855 12 777 000"))
+
+    assert answer.status_code == 200
+    assert "Another courier signs in" in str(answer.context["adminform"].form.errors["phone"])
+    assert Driver.objects.filter(phone="+85512777000").count() == 1

@@ -113,7 +113,7 @@ def test_an_order_is_assigned_picked_up_and_delivered(
 
     for drop_id in ids.values():
         assert history_of(drop_id) == [S.PENDING, S.ASSIGNED, S.PICKED_UP, S.DELIVERED]
-        # Every stored event is a move, and every move is the operator's (issue 18).
+        # Every stored event is a move, and every move is the operator's.
         actors = DeliveryEvent.objects.filter(drop_id=drop_id)
         assert [e.actor for e in actors] == ["operator ops@example.com"] * 3
 

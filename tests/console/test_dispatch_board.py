@@ -15,16 +15,16 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import dispatch.board
-from couriers.models import CourierPosition
+from couriers.models import CourierPosition, Driver
 from dispatch.board import CourierState, read_board
 from dispatch.models import Offer, OfferStatus
 from dispatch.offers import assign_by_hand
-from orders.models import Driver, Drop, DropStatus, Order, WindowStatus
+from orders.models import Drop, DropStatus, Order, WindowStatus
 
 # The dispatch tests' fixtures (shop, courier_near and the make_courier it uses), imported
 # as tests/dispatch/conftest.py imports them: the tests' arguments name them again.
 # ruff: noqa: F811
-from tests.courier_app.conftest import make_courier  # noqa: F401
+from tests.couriers.conftest import make_courier  # noqa: F401
 from tests.dispatch.conftest import FAR, NEAR, courier_near, live_order, online_at, shop  # noqa: F401
 from tests.operators import staff_client
 from tracking.services import sandbox_test_driver

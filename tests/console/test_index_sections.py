@@ -1,5 +1,6 @@
-"""The console's index groups models by what operators look after (console/site.py): couriers
-and the vehicle types they ride sit together under "Couriers", whichever app holds them."""
+"""The console's index groups models by what operators look after (console/site.py): couriers,
+the vehicle types they ride, their pay plans and the cash desk sit together under "Couriers",
+whichever app holds them."""
 
 from __future__ import annotations
 
@@ -37,16 +38,26 @@ def superuser() -> Client:
 def test_couriers_and_their_vehicle_types_share_one_section(superuser):
     index = sections(superuser)
 
-    assert index["Couriers"] == ["Couriers", "Vehicle types"]
+    assert index["Couriers"] == [
+        "Cash desk",
+        "Couriers",
+        "Hub cash entries",
+        "Pay plans",
+        "Vehicle types",
+    ]
     assert "Couriers" not in index["Orders"]
     assert "Fleet" not in index  # its one model moved: no empty section
     assert "Batches" in index["Orders"] and "Businesses" in index["Accounts"]
 
 
 def test_the_section_has_its_own_page_and_the_old_ones_lead_there(superuser):
-    assert sections(superuser, "/admin/couriers/") == {"Couriers": ["Couriers", "Vehicle types"]}
+    assert sections(superuser, "/admin/couriers/") == {
+        "Couriers": ["Cash desk", "Couriers", "Hub cash entries", "Pay plans", "Vehicle types"]
+    }
     # A vehicle type's breadcrumb still names its app: its page shows the section holding it.
-    assert sections(superuser, "/admin/fleet/") == {"Couriers": ["Couriers", "Vehicle types"]}
+    assert sections(superuser, "/admin/fleet/") == {
+        "Couriers": ["Cash desk", "Couriers", "Hub cash entries", "Pay plans", "Vehicle types"]
+    }
     assert "Couriers" not in sections(superuser, "/admin/orders/")["Orders"]
 
 

@@ -29,6 +29,7 @@ MONEY_MOVES = {
     "billing.issue_invoice",
     "billing.mark_invoice_paid",
     "billing.remit_cod",  # a payout of cash collected on delivery (billing 0005)
+    "couriers.export_pay",  # every courier's pay over a period, as CSV (couriers 0007)
 }
 
 APPROVAL = {
@@ -115,13 +116,14 @@ def test_migrate_creates_operators_and_finance_with_their_own_moves():
         "accounts.change_business",
         "orders.view_order",
         "orders.view_drop",
-        "orders.change_driver",
+        "couriers.change_driver",
         "billing.view_invoice",
         "billing.view_wallet",
         "billing.view_ledgerentry",
         "geo.change_servicearea",
         "billing.view_codaccount",
         "billing.view_codentry",
+        "couriers.change_payplan",
     } <= operators
     assert {
         "accounts.view_business",
@@ -132,7 +134,19 @@ def test_migrate_creates_operators_and_finance_with_their_own_moves():
         "billing.view_codaccount",
         "billing.view_codentry",
         "fleet.view_vehicletype",
+        "couriers.view_payplan",
+        "billing.view_couriercashaccount",
+        "billing.view_couriercashentry",
+        "billing.view_hubcashentry",
     } == finance - MONEY_MOVES - {"billing.view_pricingplan"}
+    # The cash desk: Cashiers record hand-overs; Operators and Finance only see it.
+    assert granted("Cashier") == {
+        "billing.view_couriercashaccount",
+        "billing.view_couriercashentry",
+        "billing.view_hubcashentry",
+        "billing.record_hand_over",
+    }
+    assert "billing.record_hand_over" not in operators | finance
     # History is appended by services only: no group may edit or delete money or drops.
     models = ("wallet", "ledgerentry", "invoice", "invoiceline", "drop", "order")
     for model in (*models, "codaccount", "codentry"):
@@ -240,7 +254,7 @@ def test_an_operator_rejects_switches_live_suspends_and_reactivates(
     assert stage_of(applicant) == Stage.REJECTED
 
     approved = make_tenant(stage="approved").business
-    # Enable live is offered once the business asked for it (issue 16).
+    # Enable live is offered once the business asked for it.
     Business.objects.filter(pk=approved.pk).update(live_requested_at=timezone.now())
     assert buttons(operator, approved) == {"enable_live", "suspend"}
     operator.post(move_url(approved, "enable_live"))

@@ -1,4 +1,4 @@
-"""The operators' console (issue 16, item 5): the admin index opens on what waits for an
+"""The operators' console: the admin index opens on what waits for an
 operator, the approve form gives the context and the money terms, and every onboarding move
 asks for confirmation before it acts and says what it did in a sentence."""
 
@@ -25,6 +25,7 @@ from console import queue
 from core.ids import uuid7
 from orders.models import Drop, DropStatus, Order
 from orders.onboarding import request_live
+from orders.short_codes import new_short_codes
 from tests.operators import staff_client
 from tests.tracking.helpers import drop_in
 
@@ -258,6 +259,7 @@ def live_order_with(business, *statuses: str, at: datetime, pickup: str = "Shop"
         sibling = Drop.objects.get(pk=first.pk)
         sibling.id, sibling.status = uuid7(), status
         sibling.client_order_id = f"{first.client_order_id}-{n}"
+        [sibling.short_code] = new_short_codes(1)  # a copy's code is taken: its own
         sibling.save(force_insert=True)
     return Order.objects.get(pk=first.order_id)
 

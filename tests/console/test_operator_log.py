@@ -1,4 +1,4 @@
-"""Every operator action is in Django admin's log (issue 27, point 7): who did what to which
+"""Every operator action is in Django admin's log: who did what to which
 object, in a sentence, shown under "Recent actions" and on the object's History page; a bulk
 action writes its entries in one INSERT."""
 

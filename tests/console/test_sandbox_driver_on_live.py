@@ -1,4 +1,4 @@
-"""The sandbox test driver never drives a live order (issue 27, point 7; docs/contract.md §20): the
+"""The sandbox test driver never drives a live order (docs/contract.md §20): the
 service refuses it whoever calls, and the console does not offer it for a live selection."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ next test empty tables, and the content types and permissions whole."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 
@@ -22,8 +22,10 @@ def test_a_test_writes_rows_in_many_tables(open_for_business, alice, api):
 
 def test_the_next_finds_every_table_empty_but_the_kept_ones():
     tables = connection.introspection.django_table_names(only_existing=True)
-    assert set(_tables_with_rows(connection, tables)) <= {*KEPT_BY_FLUSH, "fleet_vehicletype"}
-    # The vehicle types come back with the flush (tests/conftest.py: seed_vehicle_types).
+    back = {"fleet_vehicletype", "auth_group", "auth_group_permissions"}
+    assert set(_tables_with_rows(connection, tables)) <= {*KEPT_BY_FLUSH, *back}
+    # The vehicle types and the operators' groups come back with the flush (tests/conftest.py).
+    assert Group.objects.get(name="Operators").permissions.filter(codename="manage_courier")
     assert ContentType.objects.get_for_model(Permission).model == "permission"
     assert Permission.objects.filter(codename="add_business").exists()
 

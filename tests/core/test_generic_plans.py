@@ -31,7 +31,7 @@ from dispatch.dispatcher import expire_offers
 from events.delivery import claim_due, endpoints_to_sweep
 from notifications.sending import claim, expire_claims
 from orders.services import taken_ids
-from tracking.windows import flag_windows_at_risk
+from tracking.window_watch import flag_windows_at_risk
 
 pytestmark = pytest.mark.django_db
 

@@ -156,7 +156,8 @@ def test_the_scheduler_thread_ticks_until_stopped():
     started = time.monotonic()
     ticking.stop()
 
-    assert time.monotonic() - started < 1  # stopped at once, not after its join's timeout
+    # Stopped at once: well within its join's timeout (10 s), however loaded the machine.
+    assert time.monotonic() - started < 5
     while ticks.acquire(blocking=False):  # a tick that came before stop() returned
         pass
     assert not ticks.acquire(timeout=20 * ticking.every)  # and none after

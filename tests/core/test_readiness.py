@@ -42,7 +42,8 @@ def test_ready_tasks_whose_time_has_come_are_due_since_then(db, client):
     tasks = client.get("/readyz").json()["tasks"]
 
     assert tasks["due"] == 3
-    assert 90 <= tasks["oldest_due_seconds"] <= 95
+    # The oldest's 90 s and more, whatever the machine's pace; not the deferred one's 600 s.
+    assert 90 <= tasks["oldest_due_seconds"] < 120
 
 
 def test_a_deferred_task_is_due_from_its_run_after(db):

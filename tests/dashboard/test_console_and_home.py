@@ -1,6 +1,6 @@
 """The dashboard's home opens on the environment with activity, or the one last chosen; the
 sandbox console says a refusal in words; a webhook delivery resent again and again keeps the
-endpoint's page short, its every attempt a page at a time on its own page (issue 27)."""
+endpoint's page short, its every attempt a page at a time on its own page."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Orders from a spreadsheet (issue 16, item 2): a CSV upload is one batch through the bulk
+"""Orders from a spreadsheet: a CSV upload is one batch through the bulk
 pipeline, answered row by row; the same file twice is one batch; bad files name row and column."""
 
 from __future__ import annotations

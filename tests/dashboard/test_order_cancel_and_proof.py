@@ -1,4 +1,4 @@
-"""The order page's Cancel (issue 27): a confirmation first, then the API's cancel service
+"""The order page's Cancel: a confirmation first, then the API's cancel service
 (refunded, an event by the dashboard user); and its proof of delivery, said as it was taken."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an order promises, on the dashboard (issue 29): the order page's drop-off window (in the
+"""What an order promises, on the dashboard: the order page's drop-off window (in the
 service time zone) and its status as the API says it, the courier's notes, what happens if it
 cannot be delivered; the orders list's window status badge and filter."""
 

@@ -1,4 +1,4 @@
-"""Editing an order on its dashboard page (issue 29): a form of what may change in the drop's
+"""Editing an order on its dashboard page: a form of what may change in the drop's
 status, sent as the API's PATCH (tracking.edit_inputs, tracking.edits), only what was changed;
 each refusal in the API's words with its status; a one-use form; strangers see nothing."""
 

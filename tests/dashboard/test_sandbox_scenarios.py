@@ -1,4 +1,4 @@
-"""The sandbox console's "Watch a delivery" (issue 15): one sample drop with a scenario."""
+"""The sandbox console's "Watch a delivery": one sample drop with a scenario."""
 
 from __future__ import annotations
 

@@ -28,6 +28,9 @@ import pytest
 
 from tests.webhook_receiver import WebhookReceiver
 
+# A real `make run` in a copy of the work tree: left out of the fast loop (tests/README.md).
+pytestmark = pytest.mark.slow
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 START_SECONDS = 180  # a first run migrates a new SQLite: ~15 s on a quiet machine

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from couriers.services import Point, record_points, set_online
 from orders.models import Order
-from tests.courier_app.conftest import CourierClient, make_courier  # noqa: F401 (fixture)
+from tests.couriers.conftest import CourierClient, make_courier  # noqa: F401 (fixture)
 from tests.factories import SHOP, batch, drop, group
 
 # Around the test shop (tests.factories.SHOP): a degree of latitude is ~111 km.

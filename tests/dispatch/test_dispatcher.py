@@ -39,7 +39,7 @@ def test_a_waiting_order_is_offered_to_the_nearest_eligible_courier(api, shop, c
 def test_only_online_active_real_couriers_of_the_vehicle_with_a_fresh_position_qualify(
     api, shop, courier_near, make_courier
 ):
-    from orders.models import Driver
+    from couriers.models import Driver
     from tracking.services import sandbox_test_driver
 
     stale, _ = courier_near(NEAR, "Stale")

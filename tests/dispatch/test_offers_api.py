@@ -8,6 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from couriers.models import Driver
+from couriers.services import deactivate_courier, set_online
 from dispatch.dispatcher import dispatch_waiting
 from dispatch.models import Offer, OfferStatus
 from orders.models import DeliveryEvent, DropStatus
@@ -97,6 +99,19 @@ def test_going_offline_declines_the_open_offer(offered):
     _, offer, dara, _ = offered
     assert dara.post("/status", {"online": False}).status_code == 200
     assert Offer.objects.get(pk=offer.pk).status == OfferStatus.DECLINED
+
+
+def test_going_offline_is_one_service_whoever_calls_it(offered):
+    _, offer, _, _ = offered
+    assert set_online(courier=offer.courier, online=False) is False
+    assert Offer.objects.get(pk=offer.pk).status == OfferStatus.DECLINED
+
+
+def test_deactivating_a_courier_declines_their_open_offer(offered):
+    _, offer, _, _ = offered
+    deactivate_courier(courier=offer.courier)
+    assert Offer.objects.get(pk=offer.pk).status == OfferStatus.DECLINED
+    assert not Driver.objects.get(pk=offer.courier_id).online
 
 
 def test_business_keys_are_401_on_offers(offered, api, shop):

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
 
-from events.delivery import POLL_SECONDS, _take_turn, claim_due, lease_seconds
+from events.delivery import _take_turn, claim_due, lease_seconds
 from events.endpoints import resend_delivery, rotate_secret, send_test_event
 from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
 from events.selectors import event_object
@@ -59,7 +59,9 @@ def queued_sends(endpoint: WebhookEndpoint) -> list[DBTaskResult]:
 def test_each_event_is_posted_signed_as_standard_webhooks(alice, endpoint, webhook_receiver):
     events = emit(alice, 3)
 
+    sent_from, started = int(time.time()), time.monotonic()
     assert send_due_deliveries_of(endpoint.pk) == 3
+    took_ms, sent_by = (time.monotonic() - started) * 1000, time.time()
 
     received = webhook_receiver.received
     assert [r.id for r in received] == public_ids(events)  # creation order
@@ -69,7 +71,7 @@ def test_each_event_is_posted_signed_as_standard_webhooks(alice, endpoint, webho
         assert request.headers["content-type"] == "application/json"
         assert request.headers["user-agent"] == USER_AGENT
         assert request.headers["host"] == f"127.0.0.1:{webhook_receiver.port}"
-        assert abs(int(request.headers["webhook-timestamp"]) - time.time()) < 5
+        assert sent_from <= int(request.headers["webhook-timestamp"]) <= sent_by
         assert len(request.signatures) == 1 and request.signatures[0].startswith("v1,")
     for delivery in deliveries_of(endpoint):
         assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == (
@@ -80,7 +82,7 @@ def test_each_event_is_posted_signed_as_standard_webhooks(alice, endpoint, webho
         [attempt] = delivery.log.all()
         assert attempt.status_code == 200 and attempt.error == ""
         assert attempt.response_excerpt == '{"ok": true}'
-        assert 0 <= attempt.duration_ms < 5000
+        assert 0 <= attempt.duration_ms <= took_ms
     endpoint.refresh_from_db()
     assert endpoint.last_success_at is not None and endpoint.failing_since is None
 
@@ -159,7 +161,8 @@ def test_a_500_then_200_is_retried_on_schedule_and_every_attempt_is_logged(
 def assert_due_in(delivery: Delivery, *, seconds: float) -> None:
     [*_, last] = delivery.log.all()
     waited = (delivery.next_attempt_at - last.at).total_seconds()
-    assert seconds <= waited < seconds + 2, waited
+    # Never before its backoff; the upper bound only tells this step from the next one.
+    assert seconds <= waited < seconds + 60, waited
 
 
 def test_after_the_last_retry_the_delivery_is_failed(
@@ -374,14 +377,13 @@ def test_a_task_refused_the_turn_returns_and_the_sender_sends_its_deliveries(ali
     slow.wait_for(1)  # its business's sender is busy with the slow endpoint...
     [event] = emit(alice, type=EventType.ORDER_STATUS_CHANGED)
 
-    started = time.monotonic()
-    assert send_due_deliveries_of(waiting.pk) == 0  # ...so this task returns at once
-    assert time.monotonic() - started < 0.5
+    assert send_due_deliveries_of(waiting.pk) == 0  # ...so this task returns at once,
+    assert sender.is_alive()  # not after the busy sender's turn
     # and the sender, looking again, sends it on a thread of its own, not after the slow ones
-    [received] = other.wait_for(1, timeout=2)
+    [received] = other.wait_for(1, timeout=10)
     assert received.id == event.public_id and received.verified
-    assert received.arrived - started < POLL_SECONDS + 0.5 and len(slow.received) <= 2
     sender.join()
+    assert received.arrived < slow.received[-1].arrived
     assert counts == [4] and len(slow.received) == 3
     assert len(queued_sends(waiting)) == 1 and not queued_sends(busy)  # the event's own task
 
@@ -398,8 +400,9 @@ def test_a_sender_sends_to_each_endpoint_of_its_business_at_once(alice, start_re
     started = time.monotonic()
     assert send_due_deliveries_of(slow.pk) == 24  # one task: the business's due deliveries
 
-    assert 2 <= time.monotonic() - started < 3  # the slow one's four in a row, no more
-    assert second.received[-1].arrived - started < 1  # the fast one's, beside them
+    assert time.monotonic() - started >= 4 * 0.5  # the slow one's four in a row
+    # and the fast one's twenty beside them, all in before the slow one's last
+    assert second.received[-1].arrived < first.received[-1].arrived
     assert first.ids() == public_ids(slow_events)  # each endpoint's in order
     assert len(second.received) == 20 and not queued_sends(fast)
 
@@ -419,7 +422,8 @@ def test_a_busy_business_yields_the_worker_after_its_budget(
     started = time.monotonic()
     sent = send_due_deliveries_of(endpoint.pk)
 
-    assert 3 <= sent < 10 and time.monotonic() - started < 1.5 + 0.5 + 0.5
+    # It sent until its budget was spent (ten answers take 3 s), then yielded the rest.
+    assert 1 <= sent < 10 and time.monotonic() - started >= 1.5
     deliveries = deliveries_of(endpoint)
     assert [d.status for d in deliveries[:sent]] == [DeliveryStatus.SUCCEEDED] * sent
     rest = deliveries[sent:]
@@ -439,19 +443,20 @@ def test_a_timeout_stops_the_task_and_pauses_the_endpoint(settings, alice, start
 
     started = time.monotonic()
     assert send_due_deliveries_of(stuck.pk) == 1  # stopped at the first timeout
-    assert 1 <= time.monotonic() - started < 1.5
+    took = time.monotonic() - started
+    # It waited the timeout out; far less than the 10 s default or the receiver's hang.
+    assert 1 <= took < 6
 
     attempt = Delivery.objects.get(endpoint=stuck, attempts=1).log.get()
     assert attempt.status_code is None and attempt.error == "Timed out after 1 s."
-    assert 1000 <= attempt.duration_ms < 1500
-    # Paused: another task for it returns at once, holding no worker; its events wait, due.
+    assert 1000 <= attempt.duration_ms <= took * 1000
+    # Paused (the retry schedule's first step, 5 s): another task for it returns without an
+    # attempt, holding no worker; its events wait, due.
     stuck.refresh_from_db()
-    assert stuck.paused_until > timezone.now() + timedelta(seconds=4)
+    assert stuck.paused_until >= attempt.at + timedelta(seconds=5)
     emit(alice, 2)
     DBTaskResult.objects.all().delete()
-    started = time.monotonic()
     assert send_due_deliveries_of(stuck.pk) == 0
-    assert time.monotonic() - started < 0.5
     assert len(hanging.received) == 1
     assert Delivery.objects.filter(endpoint=stuck, attempts=0).count() == 4
     # When the pause ends a task is waiting to go on.

@@ -158,7 +158,7 @@ def test_a_refused_move_is_no_event(open_for_business, alice, api):
     before = Event.objects.count()
     advance(api, alice.sandbox_key, "R-1")  # already delivered: ILLEGAL_TRANSITION
     assert Event.objects.count() == before
-    # Three moves stored; the creation is the drop row itself (issue 18).
+    # Three moves stored; the creation is the drop row itself.
     assert DeliveryEvent.objects.filter(drop__client_order_id="R-1").count() == 3
     assert history_of(Drop.objects.get(client_order_id="R-1").pk) == [
         "PENDING",

@@ -1,4 +1,4 @@
-"""One business's hostile receivers never delay another business's webhooks (issue 27).
+"""One business's hostile receivers never delay another business's webhooks.
 
 The attack's shape, with real parts: two real `manage.py db_worker` processes (the
 production count, docs/scaling.md), business B with several endpoints whose receiver is a

@@ -18,7 +18,7 @@ NOW = local(2026, 11, 23, 10, 0)  # where the `clock` fixture starts
 
 
 def events_of(client_order_id: str) -> list[tuple[str, str]]:
-    """(status, actor) of the drop's timeline: its creation, which is no event row (issue 18),
+    """(status, actor) of the drop's timeline: its creation, which is no event row,
     then its stored moves (timeline_of checks both)."""
     stored = Drop.objects.get(client_order_id=client_order_id)
     return [(e.status, e.actor) for e in timeline_of(stored.pk)]
@@ -84,7 +84,7 @@ def test_drop_without_schedule_starts_pending(open_for_business, alice, api):
     assert stored.status == DropStatus.PENDING
     assert stored.order.pickup_scheduled_at is None
     assert events_of("A") == [("PENDING", "api")]
-    assert not DeliveryEvent.objects.exists()  # the creation is the drop row (issue 18)
+    assert not DeliveryEvent.objects.exists()  # the creation is the drop row
 
 
 def test_drop_with_future_schedule_starts_scheduled(open_for_business, alice, api):
@@ -99,7 +99,7 @@ def test_drop_with_future_schedule_starts_scheduled(open_for_business, alice, ap
     assert set(Drop.objects.values_list("status", flat=True)) == {DropStatus.SCHEDULED}
     assert Order.objects.get().pickup_scheduled_at == in_a_minute
     assert events_of("A") == events_of("B") == [("SCHEDULED", "api")]
-    assert not DeliveryEvent.objects.exists()  # the creation is the drop row (issue 18)
+    assert not DeliveryEvent.objects.exists()  # the creation is the drop row
 
 
 def test_each_group_gets_its_own_initial_status(open_for_business, alice, api):

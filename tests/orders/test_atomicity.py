@@ -81,7 +81,7 @@ def crash(db, monkeypatch):
 
 FAILING_STEPS = {
     "settling the wallet": lambda crash: crash.in_python(Till, "settle"),
-    # The batch's one ORDER_DEBIT, written by COPY after its drops (issue 18).
+    # The batch's one ORDER_DEBIT, written by COPY after its drops.
     "writing the ledger debit": lambda crash: crash.on_write(LedgerEntry),
     "storing the batch result": lambda crash: crash.on_write(Batch),
     # The idempotency record names its batch when it goes in, first: the last write after
@@ -125,7 +125,7 @@ def test_a_crash_mid_batch_leaves_nothing_and_the_retry_is_processed_fresh(
     assert "Idempotent-Replayed" not in retried.headers
     assert retried.json()["data"]["counts"] == {"total": 2, "accepted": 2, "rejected": 0}
     assert Drop.objects.count() == 2
-    assert DeliveryEvent.objects.count() == 0  # a drop's creation is no event row (issue 18)
+    assert DeliveryEvent.objects.count() == 0  # a drop's creation is no event row
     assert IdempotencyRecord.objects.get().batch == Batch.objects.get()
     assert batch_debit(Batch.objects.get().pk).note == "2 drops"
     assert Wallet.objects.get(pk=wallet.pk).balance < wallet.balance

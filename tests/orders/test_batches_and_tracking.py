@@ -3,6 +3,7 @@ environment."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -193,6 +194,9 @@ def test_tracked_drop_carries_every_field(open_for_business, alice, api):
     assert entry["status"] == "PENDING"
     assert entry["drop_id"] == accepted["drop_id"] == str(stored.pk)
     assert entry["pass_order_id"] == accepted["pass_order_id"] == str(stored.order_id)
+    # The label's code (docs/contract.md §24): the same in the answer, the entry and the row.
+    assert entry["short_code"] == accepted["short_code"] == stored.short_code
+    assert re.fullmatch(r"[0-9A-Z]{8,12}", stored.short_code)
     assert entry["batch_id"] == created["batch_id"]
     assert entry["external_waybill"] == "WB-1"
     assert entry["environment"] == "sandbox"

@@ -32,7 +32,7 @@ def test_millions_of_bad_groups_answer_one_small_error_fast(alice, api):
     assert error["details"] == [
         {"field": "orders", "message": "At most 5000 drops; got 5000001 groups."}
     ]
-    assert elapsed < 3, elapsed
+    assert elapsed < 10, elapsed  # generous for a loaded machine; the attack took 13 s
     assert_nothing_stored()
 
 

@@ -32,6 +32,7 @@ ACCEPTED_KEYS = {
     "status",
     "pass_order_id",
     "drop_id",
+    "short_code",
     "price",
     "price_breakdown",
     "currency",
@@ -487,7 +488,7 @@ def test_accepted_entries_match_the_stored_drops(open_for_business, alice, api):
         assert stored.status == DropStatus.PENDING
         assert stored.environment == "sandbox"
         assert stored.business == alice.business
-        # Its creation is the drop row itself, no event row (issue 18).
+        # Its creation is the drop row itself, no event row.
         assert not stored.events.exists()
         assert [e.status for e in timeline_of(stored.pk)] == [DropStatus.PENDING]
     assert data["orders"][0]["external_waybill"] == "WB-9"
@@ -532,7 +533,7 @@ def test_batch_with_every_drop_accepted_is_completed(open_for_business, alice, a
     assert data["counts"] == {"total": 3, "accepted": 3, "rejected": 0}
     assert Batch.objects.get().status == BatchStatus.COMPLETED
     assert Drop.objects.count() == 3
-    # A drop's creation is no event row: each timeline starts with it (issue 18).
+    # A drop's creation is no event row: each timeline starts with it.
     assert DeliveryEvent.objects.count() == 0
     for stored in Drop.objects.all():
         assert [e.status for e in timeline_of(stored.pk)] == [DropStatus.PENDING]

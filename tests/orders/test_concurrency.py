@@ -91,7 +91,7 @@ def test_concurrent_identical_requests_process_the_batch_once(
     assert Batch.objects.count() == 1
     assert IdempotencyRecord.objects.get().batch == Batch.objects.get()
     assert Drop.objects.count() == 2
-    # The batch's two drops are charged once, by one debit for the batch (issue 18).
+    # The batch's two drops are charged once, by one debit for the batch.
     assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT).count() == 1
     assert batch_debit(Batch.objects.get().pk).note == "2 drops"
     assert_wallet_consistent(alice)
@@ -157,7 +157,7 @@ def test_concurrent_batches_of_one_account_all_succeed_and_the_money_adds_up(
     assert Drop.objects.count() == 30
     assert Drop.objects.aggregate(total=Sum("price"))["total"] == charged
     assert assert_wallet_consistent(alice) == start - charged
-    # One debit per batch, each minus its own three drops' prices (issue 18).
+    # One debit per batch, each minus its own three drops' prices.
     assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_DEBIT).count() == 10
     assert len(assert_debited_per_batch(alice)) == 10
 

@@ -6,7 +6,6 @@ cache rows commit in their own statement in a fixed order. Real threads on Postg
 
 from __future__ import annotations
 
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -72,14 +71,11 @@ def test_a_business_holding_its_account_lock_does_not_delay_another_on_a_shared_
         wait_until(lambda: GeocodeResult.objects.exists() or held.done())
 
         # bob's one-drop batch names the same address: it must not wait for alice's commit.
-        started = time.perf_counter()
         response = Api().bulk(batch(group(address_only("B-1", ROYAL_PALACE))), bob.sandbox_key)
-        elapsed = time.perf_counter() - started
 
         assert response.status_code == 200, response.content
         assert response.json()["data"]["counts"]["accepted"] == 1
-        assert elapsed < 2, elapsed
-        assert not held.done()  # alice is still held inside her transaction
+        assert not held.done()  # answered while alice is still held inside her transaction
         first_batch_held.set()
         assert held.result(timeout=WAIT_SECONDS).status_code == 200
     assert Drop.objects.count() == 2
@@ -101,15 +97,12 @@ def test_a_slow_geocoder_holds_no_claim(open_for_business, alice, settings):
 
             # The slow batch is still at its geocoder: its client_batch_id is not claimed yet,
             # so another body under that id goes through at once instead of waiting.
-            started = time.perf_counter()
             quick = Api().bulk(
                 batch(group(drop("Q-1")), client_batch_id="same-id"), alice.sandbox_key
             )
-            elapsed = time.perf_counter() - started
 
             assert quick.status_code == 200, quick.content
-            assert elapsed < 1, elapsed
-            assert not slow.done()
+            assert not slow.done()  # answered while the slow one is still at its geocoder
             late = slow.result(timeout=WAIT_SECONDS)
         assert_error(late, 409, "CLIENT_BATCH_ID_REUSED")
         assert sessions_waiting_on_a_lock() == 0

@@ -1,4 +1,4 @@
-"""What the batch hot path (issue 18) must still guarantee, on PostgreSQL.
+"""What the batch hot path must still guarantee, on PostgreSQL.
 
 One ORDER_DEBIT per batch instead of one per drop, a drop's creation that is its own row
 instead of an event, optimistic writes that the unique index corrects, owner checks by
@@ -26,7 +26,9 @@ from billing.services import sandbox_top_up
 from core.formats import iso_z, money
 from core.writes import insert_rows
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
-from orders.services import DROP_CHUNK_ROWS, DropRow, OrderRow
+from orders.rows import DropRow, OrderRow
+from orders.services import DROP_CHUNK_ROWS
+from orders.short_codes import new_short_codes
 from tests.billing.helpers import (
     assert_debited_per_batch,
     assert_ledger_consistent,
@@ -137,11 +139,12 @@ def test_an_invoiced_batch_gets_one_line_per_drop_and_no_ledger_debit(
 
 
 def copy_of(original: Drop, **changes) -> dict:
-    """The column values of a new drop like `original` (its own id), with changes."""
+    """The column values of a new drop like `original` (its own id and short code), with
+    changes."""
     values = {
         f.attname: getattr(original, f.attname)
         for f in Drop._meta.concrete_fields
-        if f.attname != "id"
+        if f.attname not in ("id", "short_code")
     }
     return {**values, **changes}
 
@@ -163,7 +166,7 @@ def test_the_database_refuses_a_second_active_drop_with_the_id_inserted_by_the_o
 
 COPY_ROW_SQL = (
     "INSERT INTO orders_drop SELECT (jsonb_populate_record(d, jsonb_build_object("
-    "'id', gen_random_uuid()))).*"
+    "'id', gen_random_uuid(), 'short_code', upper(substr(md5(random()::text), 1, 12))))).*"
     " FROM orders_drop AS d WHERE d.id = %s"
 )
 
@@ -459,7 +462,7 @@ def copy_drops(session, order: OrderRow, count: int) -> None:
                     long=104.921, address=None, resolved=False, status="PENDING",
                     price=Decimal("2.80"), currency="USD", created_at=timezone.now(),
                     updated_at=timezone.now(), dropoff_pin=None, sandbox_scenario=None,
-                    scenario_next_at=None,
+                    scenario_next_at=None, short_code=new_short_codes(1)[0],
                 )
             )  # fmt: skip
 

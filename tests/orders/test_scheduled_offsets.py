@@ -1,6 +1,6 @@
 """A pickup_scheduled_at with an offset ISO 8601 allows but PostgreSQL does not store (beyond
 ±15:59) is read as its UTC moment in the one shared parser (orders/inputs.py), so bulk, quote and
-the dashboard's CSV upload all take it: never a 500 (issue 27)."""
+the dashboard's CSV upload all take it: never a 500."""
 
 from __future__ import annotations
 

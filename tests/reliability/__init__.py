@@ -1,1 +1,1 @@
-"""Reliability proofs (issue 7): crashes mid-batch, isolation, keys at rest."""
+"""Reliability proofs: crashes mid-batch, isolation, keys at rest."""

@@ -116,7 +116,7 @@ HOLD_POINTS = {
             "orders_batch",
             "UPDATE",
             frozenset(
-                # No event row: a drop's creation is its own row (issue 18).
+                # No event row: a drop's creation is its own row.
                 _UP_TO_THE_DROPS | {"billing_ledgerentry", "billing_wallet"}
             ),
         ),
@@ -240,7 +240,7 @@ def assert_processed_fresh_and_charged_once(
     charged = sum(Decimal(entry["price"]) for entry in data["orders"])
     wallet.refresh_from_db()
     assert wallet.balance == balance_before - charged
-    # One debit for the batch, the drops' prices on the drops (issue 18).
+    # One debit for the batch, the drops' prices on the drops.
     debit = LedgerEntry.objects.get(wallet=wallet, kind=EntryKind.ORDER_DEBIT)
     assert str(debit.batch_id) == data["batch_id"] and debit.drop_id is None
     assert debit.amount == -charged

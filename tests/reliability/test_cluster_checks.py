@@ -14,7 +14,7 @@ from bench.couriers_sim import UNSERVED, Fleet, check_dispatch
 from dispatch.dispatcher import dispatch_waiting
 from dispatch.models import Offer, OfferStatus
 from orders.models import DeliveryEvent, DropStatus, Order
-from tests.courier_app.conftest import make_courier  # noqa: F401 (fixture)
+from tests.couriers.conftest import make_courier  # noqa: F401 (fixture)
 from tests.dispatch.conftest import NEAR, courier_near, live_order, shop  # noqa: F401
 from tracking.services import move_drops_as_operator
 

@@ -25,7 +25,8 @@ from tests.reliability.batch_hold import (
 )
 from tests.reliability.gunicorn_server import WAIT_SECONDS
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Gunicorn, its connection terminated mid-batch: left out of the fast loop.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 DROPS = 2000
 # What an error must never show a client: a traceback, the driver, the SQL, the database.

@@ -25,6 +25,9 @@ from django.conf import settings
 from tests.pgcluster import PostgresCluster
 from tests.reliability.gunicorn_server import Gunicorn, Reply, wait_for
 
+# A cluster of its own, stopped and restarted under gunicorn: left out of the fast loop.
+pytestmark = pytest.mark.slow
+
 DATABASE = "delivery"
 WORKERS = 2
 # What a 503 must never show a client: a traceback, the driver, the database's words.

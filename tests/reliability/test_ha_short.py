@@ -30,8 +30,8 @@ def test_the_short_failover_run_keeps_every_invariant():
     print(done.stdout[-6000:])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "FAIL " not in done.stdout
-    # bench/drill.py's six invariants and the failover's own two.
-    assert done.stdout.count("PASS ") == 8
+    # bench/drill.py's seven invariants and the failover's own two.
+    assert done.stdout.count("PASS ") == 9
     for failover_invariant in (
         "every batch answered 200 is stored, with its ledger entry",
         "1 failover(s), the lost nodes back as standbys",

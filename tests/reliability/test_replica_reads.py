@@ -27,6 +27,9 @@ from tests.helpers import SCRIPT_WITH_A_TENANT, run_django_script
 from tests.pgcluster import PostgresCluster
 from tests.reliability.gunicorn_server import Gunicorn, Reply, wait_for
 
+# Its own primary and replica, gunicorn on them, a failover: left out of the fast loop.
+pytestmark = pytest.mark.slow
+
 DATABASE = "delivery"
 READ_YOUR_WRITES_SECONDS = 1
 SYNC_MARGIN_SECONDS = 2  # tracking.listing.SYNC_MARGIN

@@ -30,7 +30,8 @@ from tests.tracking.helpers import drop_in
 from tests.workers import Worker, db_worker, wait_for_task, wait_until_idle
 from tracking.tasks import dispatch_due_orders
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Task workers started, raced and killed: left out of the fast loop.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 DISPATCH = "tracking.tasks.dispatch_due_orders"
 CLAIMING_A_SLOT = HoldPoint("claiming a periodic slot", "core_periodic_slot", "INSERT", frozenset())
@@ -51,7 +52,7 @@ def due_drop(make_tenant) -> Drop:
 
 
 def statuses_of(drop: Drop) -> list[str]:
-    """The drop's whole history: its creation (no row, issue 18), then its stored moves."""
+    """The drop's whole history: its creation (no row), then its stored moves."""
     return [event.status for event in timeline_of(drop.pk)]
 
 

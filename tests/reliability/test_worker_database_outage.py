@@ -16,6 +16,9 @@ from tests.pgcluster import PostgresCluster
 from tests.reliability.gunicorn_server import wait_for
 from tests.workers import Worker
 
+# A cluster of its own, stopped under a task worker: left out of the fast loop.
+pytestmark = pytest.mark.slow
+
 DATABASE = "delivery"
 
 

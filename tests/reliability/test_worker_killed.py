@@ -28,7 +28,8 @@ from tests.reliability.batch_hold import (
 )
 from tests.reliability.gunicorn_server import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# A gunicorn worker killed mid-batch: left out of the fast loop.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 DROPS = 2000
 

@@ -79,7 +79,7 @@ def drop_in(
 ) -> Drop:
     """A drop written straight to the database in `status`, with its history.
 
-    Its creation is the row itself (issue 18): SCHEDULED drops get a scheduled pickup, so
+    Its creation is the row itself: SCHEDULED drops get a scheduled pickup, so
     that is their first status; any status past PENDING is one stored move from PENDING.
     """
     now = timezone.now()

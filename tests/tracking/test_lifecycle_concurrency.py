@@ -11,7 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from billing.models import EntryKind, LedgerEntry, Wallet
-from orders.models import Driver, Drop, DropStatus
+from couriers.models import Driver
+from orders.models import Drop, DropStatus
 from tests.fixtures import Api
 from tests.helpers import run_concurrently
 from tests.tracking.helpers import (

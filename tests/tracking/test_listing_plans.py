@@ -21,14 +21,15 @@ from django.db import connection, transaction
 from console.provisioning import provision_business
 from core.writes import insert_rows
 from orders.models import Batch, DeliveryEvent, Drop, DropStatus, Order
+from orders.rows import DropRow, OrderRow
 from orders.selectors import batch_drops, batch_rows, list_batches
-from orders.services import DropRow, OrderRow
+from orders.short_codes import new_short_codes
 from tests.fixtures import Tenant
 from tracking.listing import DropFilters, list_drops, page_keys, sync_horizon
 
 pytestmark = pytest.mark.django_db
 
-# A drop's status moves (its creation is the drop row itself, not an event: issue 18).
+# A drop's status moves (its creation is the drop row itself, not an event).
 EVENT_FIELDS = ("drop_id", "status", "at", "actor")
 
 DROPS = 100_000
@@ -85,7 +86,7 @@ def load_drops(business, environment: str, count: int, rng: random.Random) -> li
                     recipient_phone="+85512345679", lat=11.5696, long=104.921, address=None,
                     resolved=False, status=status, price=Decimal("2.80"), currency="USD",
                     created_at=at, updated_at=changed, dropoff_pin=None, sandbox_scenario=None,
-                    scenario_next_at=None,
+                    scenario_next_at=None, short_code=new_short_codes(1)[0],
                 )
             )  # fmt: skip
             if status != DropStatus.PENDING:  # still where it was created: no move

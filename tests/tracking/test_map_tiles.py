@@ -1,4 +1,4 @@
-"""The maps' tiles (issue 27): OpenStreetMap's by default with its credit, a self-hosted tile
+"""The maps' tiles: OpenStreetMap's by default with its credit, a self-hosted tile
 server or none by setting, the recipient's Content-Security-Policy allowing exactly the tile
 server's pictures, and the favicon every page asks for.
 

@@ -76,7 +76,7 @@ def map_data(response) -> dict:
 def with_history(row: Drop, *steps: tuple[str, datetime]) -> Drop:
     """Replace the drop's history with these (status, at) steps.
 
-    The first is its creation, which is no event row (issue 18): the drop's created_at, in
+    The first is its creation, which is no event row: the drop's created_at, in
     the status a drop of an unscheduled pickup starts in. The others are stored moves.
     """
     (first, created_at), *moves = steps

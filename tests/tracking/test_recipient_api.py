@@ -150,6 +150,7 @@ def test_the_test_driver_delivers_a_pin_drop_with_the_pin_and_says_so(sandbox, a
         "at": delivered_at,
         "received_by": None,
         "photo_url": None,
+        "signature_url": None,
     }
     assert entry["failure"] is None and entry["eta"] is None
     # The webhook's entry says the same.

@@ -8,7 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from orders.models import DeliveryEvent, Driver, Drop, DropStatus, Order
+from couriers.models import Driver
+from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from tests.tracking.helpers import (
     THIS_AFTERNOON,
     advance,

@@ -44,7 +44,8 @@ def test_allowed_is_the_lifecycle_of_the_design():
     lifecycle = {
         "SCHEDULED": {"PENDING", "CANCELLED"},
         "PENDING": {"ASSIGNED", "CANCELLED"},
-        "ASSIGNED": {"PICKED_UP", "CANCELLED"},
+        # Back to waiting: an operator takes the order back before pickup (§21).
+        "ASSIGNED": {"PICKED_UP", "CANCELLED", "PENDING"},
         "PICKED_UP": {"DELIVERED", "FAILED"},
         "DELIVERED": set(),
         "FAILED": {"RETURNING"},
@@ -56,7 +57,7 @@ def test_allowed_is_the_lifecycle_of_the_design():
     assert lifecycle == ALLOWED
     assert set(ALLOWED) == set(ALL)
     assert before_pickup == CANCELLABLE
-    assert len(LEGAL) == 10 and len(ILLEGAL) == 71
+    assert len(LEGAL) == 11 and len(ILLEGAL) == 70
 
 
 @pytest.mark.parametrize(("current", "target"), LEGAL)

@@ -165,7 +165,11 @@ def test_the_page_finds_its_drop_through_an_index_for_either_kind_of_link(open_f
         # A table of some size, analysed: on one row every index on id costs the same, and
         # the planner's pick among them is chance (a wider index won in a full run).
         columns = [field.column for field in Drop._meta.concrete_fields]
-        copies = {"id": "gen_random_uuid()", "client_order_id": "client_order_id || '-' || n"}
+        copies = {
+            "id": "gen_random_uuid()",
+            "client_order_id": "client_order_id || '-' || n",
+            "short_code": "upper(substr(md5(gen_random_uuid()::text), 1, 12))",
+        }
         cursor.execute(
             f"INSERT INTO orders_drop ({', '.join(columns)}) "
             f"SELECT {', '.join(copies.get(c, c) for c in columns)} "
@@ -181,7 +185,7 @@ def test_the_page_finds_its_drop_through_an_index_for_either_kind_of_link(open_f
 
 
 def test_a_new_drop_is_written_to_no_index_of_tokens(db):
-    """What the derived token is for (issue 18): the drops' table has no token column, so
+    """What the derived token is for: the drops' table has no token column, so
     no unique index of random values for every drop written."""
     columns = {f.column for f in Drop._meta.concrete_fields}
     assert "tracking_token" not in columns

@@ -14,9 +14,9 @@ from accounts import services
 from accounts.keys import digest_of
 from accounts.models import ApiKey, Business, Environment, Membership
 from console.provisioning import provision_business
+from couriers.models import Driver
 from couriers.services import provision_courier
 from geo.demo import seed_region
-from orders.models import Driver
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_USER_PASSWORD = "demo-shop"

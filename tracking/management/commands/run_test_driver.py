@@ -5,7 +5,8 @@ import time
 from django.core.management.base import BaseCommand
 
 from accounts.models import Environment
-from orders.models import ACTIVE_STATUSES, Drop
+from orders.models import Drop
+from orders.statuses import ACTIVE_STATUSES
 from tracking.lifecycle import along_happy_path, apply_moves
 from tracking.services import sandbox_test_driver
 

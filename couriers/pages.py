@@ -1,0 +1,291 @@
+"""The courier app's pages, /courier/ (docs/couriers.md, docs/contract.md §20): sign in and
+out, the home page (online status, the offer, the route), and plain form posts for going
+online, answering an offer and moves, so the app works without JavaScript; with it,
+courier.js sends the same to the JSON API, and queues moves while the phone has no network
+(never an offer's answer: an offer expires)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.files.storage import default_storage
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from core.api import ApiError
+from core.formats import iso_z
+from couriers.api import MOVE_REFUSAL_STATUS
+from couriers.auth import courier_of_session, sign_in_session, sign_out_session
+from couriers.cash import in_hand_shown
+from couriers.changes import confirmation, route_version
+from couriers.forms import CourierSignInForm
+from couriers.inputs import (
+    COURIER_FAILURE_REASONS,
+    COURIER_MOVES,
+    parse_move,
+    proof_photo,
+    proof_signature,
+)
+from couriers.moves import CourierMoveRefused, move_as_courier
+from couriers.selectors import courier_drop, offer_view, route_of
+from couriers.services import set_online
+from dispatch.models import Offer
+from dispatch.offers import (
+    OfferGone,
+    accept_offer,
+    decline_offer,
+    open_offer_of,
+)
+from fleet.models import VehicleType
+from geo.geometry import haversine_km
+from orders.models import Drop, DropStatus, FailureReason, UndeliverableAction
+from tracking.lifecycle import ALLOWED
+from tracking.services import store_proof_photo, store_signature
+
+# What the courier reads when a move is refused; the service's own words for the others.
+MOVE_MESSAGES = {
+    "COD_NOT_COLLECTED": "Collect the cash first, then tick “Cash collected”.",
+    "SCAN_MISMATCH": "Scan the code on this parcel's label (or type it): it did not match.",
+    "SIGNATURE_REQUIRED": "Let the recipient sign in the box, then press Delivered.",
+}
+# How often the app reads and sends the phone's position while online (docs/contract.md §20).
+POSITION_SECONDS = 15
+# How often the app asks for an offer while online with no route and none shown (docs/couriers.md).
+OFFER_POLL_SECONDS = 10
+# How often the app asks whether its route changed, while the phone has a network (§24).
+ROUTE_CHECK_SECONDS = 15
+OFFER_GONE = "This offer is gone: it expired or was taken."
+FAILURE_CHOICES = [(r, FailureReason(r).label) for r in COURIER_FAILURE_REASONS]
+
+
+@require_safe
+def home_view(request: HttpRequest) -> HttpResponse:
+    """The signed-in courier's home page; anyone else is sent to sign in (signed out, switched
+    off, or their password changed since)."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return redirect("couriers:sign_in")
+    return _home_page(request, courier)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def sign_in_view(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        if courier_of_session(request) is not None:
+            return redirect("couriers:home")
+        return _sign_in_page(request, CourierSignInForm(request=request))
+    form = CourierSignInForm(request.POST, request=request)
+    if not form.is_valid():
+        return _sign_in_page(request, form, status=429 if form.locked_out else 200)
+    sign_in_session(request, form.courier)
+    return redirect("couriers:home")
+
+
+@require_POST
+def sign_out_view(request: HttpRequest) -> HttpResponse:
+    """The app's menu's Sign out (a form post with the CSRF token): the same as
+    DELETE /api/v1/courier/session with the app's session."""
+    sign_out_session(request)
+    return redirect("couriers:sign_in")
+
+
+@require_POST
+def status_view(request: HttpRequest) -> HttpResponse:
+    """Online or offline by a plain form post (courier.js uses POST /api/v1/courier/status)."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return redirect("couriers:home")
+    set_online(courier=courier, online=request.POST.get("online") == "true")
+    return redirect("couriers:home")
+
+
+@require_POST
+def accept_offer_view(request: HttpRequest, offer_id: uuid.UUID) -> HttpResponse:
+    """Take the offer: the home page at the route, in stop order (docs/couriers.md)."""
+    return _answer_offer(request, offer_id, accept_offer, then="#route")
+
+
+@require_POST
+def decline_offer_view(request: HttpRequest, offer_id: uuid.UUID) -> HttpResponse:
+    """No confirmation: the next run of the dispatcher offers it to the next courier."""
+    return _answer_offer(request, offer_id, decline_offer, then="")
+
+
+def _answer_offer(request: HttpRequest, offer_id: uuid.UUID, answer, *, then: str):
+    """Someone else's offer does not exist for this courier (404); one no longer open comes
+    back as the home page without it, saying so (409, as the API's OFFER_GONE)."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return redirect("couriers:home")
+    try:
+        answer(courier=courier, offer_id=offer_id)
+    except Offer.DoesNotExist:
+        raise Http404("No offer of yours has this id.") from None
+    except OfferGone:
+        return _home_page(request, courier, notice=OFFER_GONE, status=409)
+    return redirect(reverse("couriers:home") + then)
+
+
+@require_POST
+def move_view(request: HttpRequest, drop_id: uuid.UUID) -> HttpResponse:
+    """A move by a plain form post; refused, the home page again with the reason at the stop
+    (and the API's status for it)."""
+    courier = courier_of_session(request)
+    if courier is None:
+        return redirect("couriers:home")
+    drop = courier_drop(courier, drop_id)
+    if drop is None:
+        raise Http404("No drop of yours has this id.")
+    fields = {
+        name: value
+        for name, value in request.POST.items()
+        if name != "csrfmiddlewaretoken" and value != ""
+    }
+    photo = signature = None
+    try:
+        move = parse_move(fields)
+        upload = proof_photo(request.FILES.get("photo"))
+        signed = proof_signature(request.FILES.get("signature"))
+        photo = store_proof_photo(upload) if upload is not None else None
+        # Kept only for a drop that asks for one (tracking.lifecycle): none stored otherwise.
+        asked = signed is not None and drop.needs_signature
+        signature = store_signature(signed) if asked else None
+        made = move_as_courier(
+            courier=courier, drop=drop, move=move, photo=photo, signature=signature
+        )
+    except ApiError as refused:
+        return _home_page(request, courier, error=(drop.pk, _said(refused)), status=400)
+    except CourierMoveRefused as refused:
+        for kept in (photo, signature):  # the move was not made: its proof proves nothing
+            if kept:
+                default_storage.delete(kept)
+        message = MOVE_MESSAGES.get(refused.code, str(refused))
+        status = MOVE_REFUSAL_STATUS[refused.code]
+        return _home_page(request, courier, error=(drop.pk, message), status=status)
+    messages.success(request, confirmation(made.drop))  # shown once, on the next page
+    return redirect(reverse("couriers:home") + f"#stop-{drop.pk}")
+
+
+def _said(error: ApiError) -> str:
+    if not error.details:
+        return error.message
+    return " ".join(
+        f"{d['field'].replace('_', ' ').capitalize()}: {d['message']}" for d in error.details
+    )
+
+
+def _sign_in_page(request: HttpRequest, form: CourierSignInForm, status: int = 200):
+    return _page(render(request, "couriers/sign_in.html", {"form": form}, status=status))
+
+
+def _home_page(
+    request: HttpRequest, courier, *, error=None, notice: str = "", status: int = 200
+) -> HttpResponse:
+    as_of = timezone.now()  # as the API's: the app's first check asks for changes since then
+    route = route_of(courier)
+    stops = _stops_shown(route["stops"], error) if route else []
+    # Offers go to couriers online with no route (docs/contract.md §21): only then one shows.
+    free = courier.online and route is None
+    offer = _offer_shown(open_offer_of(courier)) if free else None
+    context = {
+        "courier": courier,
+        "first_name": courier.name.split(" ")[0],
+        "notice": notice,
+        "offer": offer,
+        "wants_offer": free and offer is None,
+        "offer_poll_seconds": OFFER_POLL_SECONDS,
+        "route": route,
+        "pickup_links": _navigation(route["pickup"]) if route else None,
+        "stops": stops,
+        "failure_choices": FAILURE_CHOICES,
+        "move_messages": MOVE_MESSAGES,
+        "max_points": settings.MAX_COURIER_POINTS,
+        "position_seconds": POSITION_SECONDS,
+        "route_check_seconds": ROUTE_CHECK_SECONDS,
+        "route_version": route["version"] if route else route_version(None),
+        "route_as_of": iso_z(as_of),
+        "cash_in_hand": in_hand_shown(courier),
+    }
+    return _page(render(request, "couriers/home.html", context, status=status))
+
+
+def _offer_shown(offer: Offer | None) -> dict | None:
+    """The offer as the card shows it: its API view, plus the vehicle's name, when it
+    expires (local time, and the seconds left, which the phone counts down on its own
+    monotonic clock: a phone's wall clock may be wrong), and each stop's distance from the
+    one before it, as the crow flies."""
+    if offer is None:
+        return None
+    shown = offer_view(offer)
+    vehicle = VehicleType.objects.filter(code=shown["vehicle"]).values_list("name", flat=True)
+    here = (shown["pickup"]["lat"], shown["pickup"]["long"])
+    stops = []
+    for number, stop in enumerate(shown["drops"], start=1):
+        there = (stop["lat"], stop["long"])
+        stops.append({**stop, "number": number, "km": f"{haversine_km(*here, *there):.1f}"})
+        here = there
+    left = (offer.expires_at - timezone.now()).total_seconds()
+    return {
+        **shown,
+        "vehicle_name": vehicle.first() or shown["vehicle"],
+        "pickup_at": f"{shown['pickup']['lat']},{shown['pickup']['long']}",
+        "stops": stops,
+        "expires_local": timezone.localtime(offer.expires_at),
+        "seconds_left": max(0, math.ceil(left)),
+    }
+
+
+def _stops_shown(stops: list[dict], error) -> list[dict]:
+    """Each stop of the route with what the page adds: the moves its status allows, the
+    navigation links, the currency of its cash, and the refusal of a move just posted."""
+    facts = {
+        pk: (action, currency)
+        for pk, action, currency in Drop.objects.filter(
+            pk__in=[s["drop_id"] for s in stops]
+        ).values_list("pk", "undeliverable_action", "currency")
+    }
+    shown = []
+    for stop in stops:
+        drop_id = uuid.UUID(stop["drop_id"])
+        moves = [to for to in COURIER_MOVES if to in ALLOWED[stop["status"]]]
+        action, currency = facts.get(drop_id, (None, ""))
+        if action != UndeliverableAction.RETURN:
+            moves = [to for to in moves if to != DropStatus.RETURNING]
+        shown.append(
+            {
+                **stop,
+                "status_label": DropStatus(stop["status"]).label,
+                "moves": moves,
+                "currency": currency,
+                "links": None if stop["done"] else _navigation(stop),
+                "error": error[1] if error and error[0] == drop_id else None,
+            }
+        )
+    return shown
+
+
+def _navigation(place: dict) -> dict:
+    at = f"{place['lat']},{place['long']}"
+    return {
+        "maps": "https://www.google.com/maps/dir/?" + urlencode({"api": 1, "destination": at}),
+        "geo": f"geo:{at}",
+        "at": at,
+    }
+
+
+def _page(response: HttpResponse) -> HttpResponse:
+    """The route holds recipients' phones: never cached, nothing loaded from elsewhere."""
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "same-origin"
+    response["Content-Security-Policy"] = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return response

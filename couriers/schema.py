@@ -1,0 +1,454 @@
+"""The courier API on the wire (docs/contract.md §20): its own tag and security scheme."""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
+
+from core.openapi import (
+    BAD_REQUEST,
+    QUERY_BAD_REQUEST,
+    UNAUTHENTICATED,
+    failure,
+    money,
+    one_of,
+    operation,
+    shape,
+    success,
+)
+from couriers.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES
+
+TAG = "courier"
+
+
+class CourierTokenScheme(OpenApiAuthenticationExtension):
+    """`Authorization: Bearer crr_…` (couriers.auth.CourierAuthentication)."""
+
+    target_class = "couriers.auth.CourierAuthentication"
+    name = "CourierToken"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "crr_<40 chars>",
+            "description": (
+                "A courier token from POST /courier/session (or the courier app's session). "
+                "Business API keys answer 401 here, and courier tokens 401 everywhere else."
+            ),
+        }
+
+
+_ADDRESS_HELP = "The address object as the business sent it (null when it gave coordinates)."
+_ADDRESS_TEXT_HELP = (
+    "The address as one line to read: its complete_address, else its parts joined; "
+    '"" when there is none (then the coordinates are where to go).'
+)
+SignIn = shape(
+    "CourierSignIn",
+    phone=serializers.CharField(
+        help_text="E.164, as the courier was created with; spaces, dashes, dots and brackets "
+        "between the digits are fine (+855 12 345 678)."
+    ),
+    password=serializers.CharField(),
+)
+Token = shape(
+    "CourierToken",
+    token=serializers.CharField(help_text="crr_ + 40 characters; shown once."),
+    courier_id=serializers.IntegerField(),
+)
+Status = shape("CourierStatus", online=serializers.BooleanField())
+Place = shape(
+    "CourierPlace",
+    name=serializers.CharField(),
+    phone=serializers.CharField(),
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
+    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
+)
+Parcel = shape(
+    "CourierParcel",
+    size=serializers.CharField(),
+    weight_kg=serializers.FloatField(help_text="In kg: a number, as in tracking entries."),
+    description=serializers.CharField(allow_null=True),
+)
+Cod = shape(
+    "CourierCod",
+    amount=serializers.CharField(help_text="The cash to collect at the door."),
+    collected=serializers.BooleanField(),
+)
+Stop = shape(
+    "CourierStop",
+    drop_id=serializers.UUIDField(),
+    stop_sequence=serializers.IntegerField(),
+    client_order_id=serializers.CharField(),
+    status=serializers.CharField(),
+    recipient_first_name=serializers.CharField(),
+    done=serializers.BooleanField(
+        help_text="Delivered, failed, returning, returned or cancelled: the drop-off is behind "
+        'it or will never come, and its phone, place and notes are null (address_text "").'
+    ),
+    phone=serializers.CharField(allow_null=True),
+    lat=serializers.FloatField(allow_null=True),
+    long=serializers.FloatField(allow_null=True),
+    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
+    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
+    notes=serializers.CharField(allow_null=True),
+    parcel=Parcel(),
+    cod=Cod(allow_null=True),
+    needs_pin=serializers.BooleanField(),
+    needs_scan=serializers.BooleanField(
+        help_text="PICKED_UP and DELIVERED carry `scan`: the code on the parcel's label."
+    ),
+    needs_signature=serializers.BooleanField(
+        help_text="DELIVERED carries the recipient's signature (multipart field `signature`)."
+    ),
+)
+Route = shape(
+    "CourierRoute",
+    pass_order_id=serializers.UUIDField(),
+    version=serializers.CharField(
+        help_text="Changes whenever anything on the route changes; the ETag is it, quoted."
+    ),
+    vehicle=serializers.CharField(),
+    pickup=Place(),
+    stops=Stop(many=True),
+)
+RouteChange = shape(
+    "CourierRouteChange",
+    drop_id=serializers.UUIDField(),
+    kind=one_of(["cancelled", "edited", "added", "taken_back"]),
+    at=serializers.DateTimeField(),
+    message=serializers.CharField(help_text="What changed, in words to show the courier."),
+)
+RouteOut = shape(
+    "CourierRouteOut",
+    route=Route(allow_null=True),
+    as_of=serializers.DateTimeField(help_text="When it was read: the next call's `since`."),
+    changes=RouteChange(
+        many=True, required=False, help_text="With `since` only: what changed since then."
+    ),
+)
+StopOut = shape(
+    "CourierStopOut",
+    stop=Stop(),
+    message=serializers.CharField(help_text='The move confirmed in words: "Delivered to …".'),
+)
+HistoryCash = shape("CourierHistoryCash", amount=money(), currency=serializers.CharField())
+HistoryStop = shape(
+    "CourierHistoryStop",
+    drop_id=serializers.UUIDField(),
+    client_order_id=serializers.CharField(),
+    shop=serializers.CharField(),
+    recipient_first_name=serializers.CharField(),
+    outcome=one_of(["delivered", "failed", "returned"]),
+    at=serializers.DateTimeField(),
+    time=serializers.CharField(help_text="HH:MM in the service's time zone."),
+    failure_reason=serializers.CharField(allow_null=True),
+    cod_collected=HistoryCash(allow_null=True),
+)
+History = shape(
+    "CourierHistory",
+    date=serializers.DateField(),
+    time_zone=serializers.CharField(),
+    stops=HistoryStop(many=True),
+    cod_collected=HistoryCash(many=True, help_text="The day's cash collected, per currency."),
+)
+MoveIn = shape(
+    "CourierMove",
+    to=one_of(list(COURIER_MOVES)),
+    pin=serializers.CharField(required=False, help_text="The recipient's 4-digit PIN."),
+    received_by=serializers.CharField(required=False),
+    reason=one_of(list(COURIER_FAILURE_REASONS), required=False),
+    cod_collected=serializers.BooleanField(required=False),
+    scan=serializers.CharField(
+        required=False,
+        help_text="The label's short_code, scanned or typed (any case, spaces ignored): "
+        "PICKED_UP and DELIVERED of a drop that needs_scan.",
+    ),
+)
+PointIn = shape(
+    "CourierPoint",
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+    at=serializers.DateTimeField(),
+    accuracy=serializers.FloatField(required=False, help_text="Metres."),
+)
+LocationIn = shape("CourierLocation", points=PointIn(many=True))
+LocationOut = shape(
+    "CourierLocationOut",
+    received=serializers.IntegerField(),
+    stored=serializers.IntegerField(help_text="New points: older or future ones are ignored."),
+)
+
+OfferPickup = shape(
+    "CourierOfferPickup",
+    name=serializers.CharField(),
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
+    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
+)
+OfferDrop = shape(
+    "CourierOfferDrop",
+    drop_id=serializers.UUIDField(),
+    stop_sequence=serializers.IntegerField(allow_null=True),
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+)
+Offer = shape(
+    "CourierOffer",
+    offer_id=serializers.UUIDField(),
+    pass_order_id=serializers.UUIDField(),
+    expires_at=serializers.DateTimeField(),
+    vehicle=serializers.CharField(),
+    pickup=OfferPickup(),
+    drops=OfferDrop(many=True),
+)
+OfferOut = shape("CourierOfferOut", offer=Offer(allow_null=True))
+Declined = shape("CourierDeclined", offer_id=serializers.UUIDField(), status=one_of(["declined"]))
+
+COURIER_CALL = {401: UNAUTHENTICATED}
+OFFER_GONE = failure(
+    "CourierOfferGone", 409, ["OFFER_GONE"], "The offer expired, was answered, or its order went."
+)
+OFFER_NOT_FOUND = failure("CourierOfferNotFound", 404, ["NOT_FOUND"], "Not an offer of yours.")
+MOVE_REFUSED = failure(
+    "CourierMoveRefused",
+    409,
+    ["ILLEGAL_TRANSITION"],
+    "The drop cannot make this move from where it is (cancelled, done, or moved by someone "
+    "else): `error.message` says why in words and `error.route` is the route as it is now.",
+)
+MOVE_UNPROCESSABLE = failure(
+    "CourierMoveUnprocessable",
+    422,
+    ["WRONG_PIN", "COD_NOT_COLLECTED", "SCAN_MISMATCH", "SIGNATURE_REQUIRED"],
+    "WRONG_PIN: the PIN is missing or wrong. COD_NOT_COLLECTED: deliver a COD drop with "
+    "cod_collected: true. SCAN_MISMATCH: `scan` is missing or not the drop's short_code. "
+    "SIGNATURE_REQUIRED: deliver a drop that needs_signature with its `signature`. "
+    "Nothing moves.",
+)
+
+SIGN_IN = operation(
+    "courier_session_create",
+    TAG,
+    "Sign a courier in",
+    "Phone and password for a bearer token (the dashboard's sign-in throttle applies).",
+    request=SignIn,
+    responses={200: success("CourierTokenOut", Token), 400: BAD_REQUEST, **COURIER_CALL},
+    auth=[],
+)
+SIGN_OUT = operation(
+    "courier_session_destroy",
+    TAG,
+    "Sign a courier out",
+    "Revokes the token this call carries (the courier's other tokens keep working); with "
+    "the app's session instead, signs that session out. The revoked token is then 401.",
+    request=None,
+    responses={
+        200: success(
+            "CourierSignedOut", shape("CourierSignOut", revoked=serializers.BooleanField())
+        ),
+        **COURIER_CALL,
+    },
+    auth=[{"CourierToken": []}],
+)
+STATUS = operation(
+    "courier_status",
+    TAG,
+    "Go online or offline",
+    "Only online couriers are offered jobs.",
+    request=Status,
+    responses={200: success("CourierStatusOut", Status), 400: BAD_REQUEST, **COURIER_CALL},
+)
+ROUTE = operation(
+    "courier_route",
+    TAG,
+    "The route in stop order",
+    "The courier's current order: the pickup, then each drop with what the job needs. "
+    "Send If-None-Match with the ETag to get 304 (no body) while nothing changed, and "
+    "`since` (an earlier answer's `as_of`) for what changed since then, in words.",
+    parameters=[
+        OpenApiParameter(
+            "since",
+            OpenApiTypes.DATETIME,
+            OpenApiParameter.QUERY,
+            description="An earlier answer's as_of: the answer then lists `changes`.",
+        )
+    ],
+    responses={
+        200: success("CourierRouteResponse", RouteOut),
+        304: OpenApiResponse(description="Not modified: the route is the If-None-Match one."),
+        400: QUERY_BAD_REQUEST,
+        **COURIER_CALL,
+    },
+)
+HISTORY = operation(
+    "courier_history",
+    TAG,
+    "The day's done stops",
+    "The stops the courier delivered, failed or returned on a day, in order, with the time, "
+    "the outcome and the cash collected; never the recipient's phone or address.",
+    parameters=[
+        OpenApiParameter(
+            "date",
+            OpenApiTypes.DATE,
+            OpenApiParameter.QUERY,
+            description="YYYY-MM-DD; default today in Asia/Phnom_Penh.",
+        )
+    ],
+    responses={
+        200: success("CourierHistoryResponse", History),
+        400: QUERY_BAD_REQUEST,
+        **COURIER_CALL,
+    },
+)
+MOVE = operation(
+    "courier_drop_move",
+    TAG,
+    "Move a stop",
+    "Picked up, delivered (PIN, receiver, photo as multipart field `photo`, COD collected), "
+    "failed with a reason, returning, returned; the answer says what it did in words. The "
+    "same move sent twice answers the stop (once done, without the recipient's phone or "
+    "place) and records nothing twice. "
+    "A drop that needs_scan: PICKED_UP and DELIVERED carry `scan`; one that needs_signature: "
+    "DELIVERED carries the recipient's signature as multipart field `signature` (a PNG of at "
+    "most 1 MB; not a PNG or bigger: 400).",
+    request=MoveIn,
+    responses={
+        200: success("CourierStopResponse", StopOut),
+        400: BAD_REQUEST,
+        404: failure("CourierNotFound", 404, ["NOT_FOUND"], "Not a drop of this courier."),
+        409: MOVE_REFUSED,
+        422: MOVE_UNPROCESSABLE,
+        **COURIER_CALL,
+    },
+)
+LOCATION = operation(
+    "courier_location",
+    TAG,
+    "Report positions",
+    "Up to 100 points; the newest becomes the courier's position, every new one joins the "
+    "24 h trail.",
+    request=LocationIn,
+    responses={
+        200: success("CourierLocationResponse", LocationOut),
+        400: BAD_REQUEST,
+        **COURIER_CALL,
+    },  # fmt: skip
+)
+OFFER = operation(
+    "courier_offer",
+    TAG,
+    "The job offered",
+    "The order offered to this courier, with its pickup and drops in stop order, and when "
+    "the offer expires (OFFER_SECONDS after it was made); null without one.",
+    responses={200: success("CourierOfferResponse", OfferOut), **COURIER_CALL},
+)
+ACCEPT = operation(
+    "courier_offer_accept",
+    TAG,
+    "Accept an offer",
+    "Every waiting drop of the order becomes ASSIGNED to this courier; the answer is the "
+    "route. Sent again, the same answer.",
+    request=None,
+    responses={
+        200: success("CourierAcceptResponse", RouteOut),
+        404: OFFER_NOT_FOUND,
+        409: OFFER_GONE,
+        **COURIER_CALL,
+    },
+)
+DECLINE = operation(
+    "courier_offer_decline",
+    TAG,
+    "Decline an offer",
+    "The order goes to the next nearest courier; never back to this one.",
+    request=None,
+    responses={
+        200: success("CourierDeclineResponse", Declined),
+        404: OFFER_NOT_FOUND,
+        409: OFFER_GONE,
+        **COURIER_CALL,
+    },
+)
+
+EarningsPay = shape(
+    "CourierEarningsPay",
+    delivered=money(help_text="Delivered drops × the plan's amount per delivered drop."),
+    km=money(help_text="Each run's km × the plan's amount per km, rounded half-up to cents."),
+    returned=money(help_text="Returns × the plan's amount per return."),
+)
+Earnings = shape(
+    "CourierEarnings",
+    date=serializers.DateField(help_text="The day (Asia/Phnom_Penh)."),
+    currency=serializers.CharField(help_text="The account currency, e.g. USD."),
+    delivered=serializers.IntegerField(help_text="Drops delivered that day."),
+    returned=serializers.IntegerField(help_text="Drops returned to their pickup that day."),
+    km=money(
+        help_text="The runs' km: each order's pickup through its drops in stop order, "
+        "counted on the day of its first delivery or return."
+    ),
+    pay=EarningsPay(),
+    total=money(help_text="The day's pay: the parts' sum."),
+)
+EARNINGS = operation(
+    "courier_earnings",
+    TAG,
+    "The day's earnings",
+    "What the courier earned on a day, priced with the pay plan of each order's vehicle "
+    "type as it stands now. A day with no work answers zeros.",
+    parameters=[
+        OpenApiParameter(
+            "date",
+            OpenApiTypes.DATE,
+            OpenApiParameter.QUERY,
+            description="YYYY-MM-DD; default today in Asia/Phnom_Penh.",
+        )
+    ],
+    responses={
+        200: success("CourierEarningsResponse", Earnings),
+        400: QUERY_BAD_REQUEST,
+        **COURIER_CALL,
+    },
+)
+
+CashAmount = shape("CourierCashAmount", currency=serializers.CharField(), amount=money())
+CashEntry = shape(
+    "CourierCashEntry",
+    kind=one_of(["COLLECTED", "HANDED_OVER", "SHORTAGE"]),
+    amount=money(help_text="Signed: + collected, − handed over or short."),
+    currency=serializers.CharField(),
+    in_hand_after=money(),
+    at=serializers.DateTimeField(),
+    time=serializers.CharField(help_text="HH:MM in the service's time zone."),
+    drop_id=serializers.UUIDField(allow_null=True),
+    client_order_id=serializers.CharField(allow_null=True),
+    shop=serializers.CharField(allow_null=True),
+    recipient_first_name=serializers.CharField(allow_null=True),
+    receipt=serializers.CharField(help_text='The hub\'s receipt number of a hand-over; "".'),
+)
+Cash = shape(
+    "CourierCash",
+    date=serializers.DateField(help_text="Today (Asia/Phnom_Penh)."),
+    time_zone=serializers.CharField(),
+    in_hand=CashAmount(many=True, help_text="The cash the courier holds now, per currency."),
+    courier_owes=CashAmount(
+        many=True, help_text="What the courier owes from shortages at hand-overs, per currency."
+    ),
+    collected_today=CashAmount(many=True, help_text="Today's collections, per currency."),
+    entries=CashEntry(many=True, help_text="Today's entries, newest first."),
+)
+CASH = operation(
+    "courier_cash",
+    TAG,
+    "Cash in hand",
+    "The cash the courier holds (collected on delivery, not yet handed over at the hub), "
+    "what they owe from shortages, and today's collections drop by drop. Each figure per "
+    "currency; the service's currency is always there.",
+    responses={200: success("CourierCashResponse", Cash), **COURIER_CALL},
+)
