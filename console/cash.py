@@ -111,6 +111,7 @@ class CashDeskAdmin(ServiceTimesAdmin, ReadOnlyAdmin):
             f"?environment={environment}&date={today:%Y-%m-%d}",
             "shown_environment": environment,
             "limit": money(settings.COURIER_CASH_LIMIT),
+            "title": "Cash desk: couriers holding cash",
         }
         return super().changelist_view(request, extra_context)
 

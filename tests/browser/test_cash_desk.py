@@ -41,6 +41,7 @@ def test_a_cashier_records_a_short_hand_over(make_tenant, operator, make_courier
     admin_log_in(page)
 
     page.goto("/admin/billing/couriercashaccount/")
+    expect(page.get_by_role("heading", name="Cash desk: couriers holding cash")).to_be_visible()
     row = page.get_by_role("row", name="Dara Sok")
     expect(row).to_contain_text("42.50")
     assert_accessible(page, exclude=[".breadcrumbs"])  # Django admin's own, on every page
