@@ -4,7 +4,7 @@ call a service, and answer in the §3 envelope."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import date, timedelta
 
 from django.core.files.storage import default_storage
 from django.http import HttpResponse
@@ -182,27 +182,13 @@ class CourierViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["get"])
     def history(self, request):
         """The courier's done stops of a day (`date`, default today in the service's zone)."""
-        try:
-            day = parse_day(request.query_params.get("date"), today=timezone.localdate())
-        except ValueError as bad:
-            details = [{"field": "date", "message": str(bad)}]
-            message = "A query parameter is wrong."
-            raise ApiError(400, "VALIDATION_ERROR", message, details) from None
-        return envelope(history_of(request.auth.courier, day))
+        return envelope(history_of(request.auth.courier, day_asked(request)))
 
     @EARNINGS
     @action(detail=False, methods=["get"])
     def earnings(self, request):
         """The courier's pay of a day (`date`, default today in the service's zone)."""
-        today = timezone.localdate()
-        try:
-            day = parse_day(request.query_params.get("date"), today=today)
-        except ValueError as bad:
-            details = [{"field": "date", "message": str(bad)}]
-            raise ApiError(
-                400, "VALIDATION_ERROR", "A query parameter is wrong.", details
-            ) from None
-        courier = request.auth.courier
+        courier, day = request.auth.courier, day_asked(request)
         return envelope(earnings_wire(earnings_of(courier=courier, day=day), day))
 
     @CASH
@@ -259,6 +245,16 @@ class CourierViewSet(viewsets.ViewSet):
             raise ApiError(status, refused.code, str(refused), extra=gone) from None
         stop = stop_of(made.drop, stop_sequence_of(made.drop))
         return envelope({"stop": stop, "message": confirmation(made.drop)})
+
+
+def day_asked(request) -> date:
+    """The `date` query parameter of history and earnings (default: today in the service's
+    zone); a bad one is a 400 naming it."""
+    try:
+        return parse_day(request.query_params.get("date"), today=timezone.localdate())
+    except ValueError as bad:
+        details = [{"field": "date", "message": str(bad)}]
+        raise ApiError(400, "VALIDATION_ERROR", "A query parameter is wrong.", details) from None
 
 
 def _signed_in(request) -> CourierPrincipal:

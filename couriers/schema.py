@@ -287,20 +287,20 @@ ROUTE = operation(
         **COURIER_CALL,
     },
 )
+# The day of history and earnings (couriers.api.day_asked).
+DAY = OpenApiParameter(
+    "date",
+    OpenApiTypes.DATE,
+    OpenApiParameter.QUERY,
+    description="YYYY-MM-DD; default today in Asia/Phnom_Penh.",
+)
 HISTORY = operation(
     "courier_history",
     TAG,
     "The day's done stops",
     "The stops the courier delivered, failed or returned on a day, in order, with the time, "
     "the outcome and the cash collected; never the recipient's phone or address.",
-    parameters=[
-        OpenApiParameter(
-            "date",
-            OpenApiTypes.DATE,
-            OpenApiParameter.QUERY,
-            description="YYYY-MM-DD; default today in Asia/Phnom_Penh.",
-        )
-    ],
+    parameters=[DAY],
     responses={
         200: success("CourierHistoryResponse", History),
         400: QUERY_BAD_REQUEST,
@@ -402,14 +402,7 @@ EARNINGS = operation(
     "The day's earnings",
     "What the courier earned on a day, priced with the pay plan of each order's vehicle "
     "type as it stands now. A day with no work answers zeros.",
-    parameters=[
-        OpenApiParameter(
-            "date",
-            OpenApiTypes.DATE,
-            OpenApiParameter.QUERY,
-            description="YYYY-MM-DD; default today in Asia/Phnom_Penh.",
-        )
-    ],
+    parameters=[DAY],
     responses={
         200: success("CourierEarningsResponse", Earnings),
         400: QUERY_BAD_REQUEST,
