@@ -51,6 +51,14 @@ class Business(models.Model):
     approved_at = models.DateTimeField(null=True, blank=True)
     live_requested_at = models.DateTimeField(null=True, blank=True)
     live_enabled_at = models.DateTimeField(null=True, blank=True)
+    # The language of pages and messages with no better clue (docs/contract.md §26): a
+    # recipient's when neither the drop nor their browser says; the dashboard's likewise.
+    recipient_language = models.CharField(
+        max_length=5, choices=settings.LANGUAGES, default="km", db_default="km"
+    )
+    dashboard_language = models.CharField(
+        max_length=5, choices=settings.LANGUAGES, default="en", db_default="en"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

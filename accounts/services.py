@@ -22,6 +22,17 @@ class IssuedKey:
     plaintext: str  # shown once, never stored
 
 
+def set_languages(*, business: Business, recipient_language: str, dashboard_language: str) -> None:
+    """The business's languages where a page or message has no better clue (docs/contract.md
+    §26): its recipients' and its dashboard's; each one of settings.LANGUAGES."""
+    codes = {code for code, _ in settings.LANGUAGES}
+    if not {recipient_language, dashboard_language} <= codes:
+        raise ValueError(f"A language is one of {', '.join(sorted(codes))}.")
+    business.recipient_language = recipient_language
+    business.dashboard_language = dashboard_language
+    business.save(update_fields=["recipient_language", "dashboard_language"])
+
+
 def request_access(*, business: Business, use_case: str, expected_monthly_volume: int) -> None:
     if business.stage not in (Stage.REGISTERED, Stage.REJECTED):
         raise OnboardingError("Access can be requested once, from a registered account.")

@@ -22,7 +22,7 @@ are bench/drill.py's (shared with bench/ha.py); this file adds PgBouncer, Redis 
    accepted drop stored once; wallets equal to their ledger and never negative; no
    client_order_id active twice; every event delivered at least once (each id once after
    dedupe); no 5xx but the documented 503; one rate limit counted across both instances;
-   no order assigned twice; no offer to a courier already on a route; every waiting live
+   no order assigned twice; no offer of an order another courier holds; every waiting live
    order assigned, offered or flagged; the couriers delivered, with no 5xx but the 503.
 
 Exit 0 when every invariant holds. Nothing is left running.

@@ -168,6 +168,8 @@ class SimCourier(threading.Thread):
             if route is None:
                 return
             for stop in route["stops"]:
+                if stop["kind"] != "drop":  # a pickup is done by its drops' PICKED_UP
+                    continue
                 body = next_move(stop)
                 if body is not None:
                     self.move(stop["drop_id"], body)
@@ -284,7 +286,7 @@ def check_dispatch(db, fleet: Fleet, unserved: int, settled: float) -> list[tupl
     waiting = db.execute("SELECT count(*) " + WAITING).fetchone()[0]
     return [
         _assigned_once(db),
-        _no_offer_on_a_route(db),
+        _no_offer_of_a_held_order(db),
         (
             "every waiting live order assigned, offered or flagged",
             unserved == 0,
@@ -326,24 +328,28 @@ def _assigned_once(db) -> tuple[str, bool, str]:
     )
 
 
-def _no_offer_on_a_route(db) -> tuple[str, bool, str]:
+def _no_offer_of_a_held_order(db) -> tuple[str, bool, str]:
     rows = db.execute(
         f"""WITH held AS ({HELD})
-            SELECT f.id, f.courier_id, f.created_at, h.order_id, h.since, h.until::text
+            SELECT f.id, f.courier_id, f.created_at, h.order_id, h.courier_id, h.since,
+                   h.until::text
             FROM dispatch_offer f JOIN held h
-              ON h.courier_id = f.courier_id AND h.order_id <> f.order_id
+              ON h.order_id = f.order_id AND h.courier_id <> f.courier_id
             WHERE h.since < f.created_at
               AND h.until > f.created_at + make_interval(secs => %s)""",
         (GRACE_SECONDS,),
     ).fetchall()
     offers = db.execute("SELECT count(*) FROM dispatch_offer").fetchone()[0]
-    shown = "; ".join(f"offer {r[0]} to courier {r[1]} at {r[2]:%T.%f} while order {r[3]} "
-                      f"was theirs from {r[4]:%T.%f} until {r[5]}" for r in rows[:3])  # fmt: skip
+    shown = "; ".join(
+        f"offer {offer} to courier {to} at {at:%T.%f} of order {order}, courier {holder}'s "
+        f"from {since:%T.%f} until {until}"
+        for offer, to, at, order, holder, since, until in rows[:3]
+    )
     return (
-        "no offer to a courier already on a route",
+        "no offer of an order another courier holds",
         not rows,
-        f"{offers} offers, {len(rows)} made to a courier holding another order from before "
-        f"the run until over {GRACE_SECONDS} s after it" + (f": {shown}" if rows else ""),
+        f"{offers} offers, {len(rows)} of an order another courier held from before the "
+        f"offer until over {GRACE_SECONDS} s after it" + (f": {shown}" if rows else ""),
     )
 
 

@@ -57,6 +57,9 @@ APP_SETTINGS = {
     "RATE_LIMIT_BULK": f"{BULK_RATE_LIMIT}/minute",
     "CONN_MAX_AGE": "60",
     "LOG_LEVEL": "INFO",
+    # The drills' couriers ride no real road: their runs are as long as the planner thinks,
+    # never as long as it takes them. Plan as far ahead as the load lasts.
+    "RUN_HORIZON_MINUTES": "600",
 }
 SERVICE_UNAVAILABLE = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -220,11 +223,13 @@ class Drill:
         cleanup: contextlib.ExitStack,
         *,
         app_workers: int = 2,
+        instances: int = 2,
         couriers: int = 0,
         collect_static: bool = False,
     ) -> None:
-        """Migrate and seed; start the receiver, two app instances behind HAProxy and two
-        workers; give each tenant its webhook endpoints. Everything stops on `cleanup`."""
+        """Migrate and seed; start the receiver, the app instances (two unless said) behind
+        HAProxy and two workers; give each tenant its webhook endpoints. Everything stops on
+        `cleanup`."""
         manage(self.env, "migrate", "--noinput", "-v0")
         if collect_static:
             # The recipients' pages name hashed static files (DEBUG off): collected once,
@@ -235,7 +240,7 @@ class Drill:
         self.receiver = WebhookReceiver()
         cleanup.callback(self.receiver.stop)
         self.apps = [
-            Gunicorn(self.env, app_workers, self.workdir / f"app{i}.log") for i in range(2)
+            Gunicorn(self.env, app_workers, self.workdir / f"app{i}.log") for i in range(instances)
         ]
         for app in self.apps:
             cleanup.callback(app.stop)
@@ -431,22 +436,7 @@ def check_invariants(drill: Drill, phases: list[Phase]) -> list[tuple[str, bool,
         f"{len(drop_ids)} accepted in answers, {found} in the database; "
         f"{mismatched} batches whose accepted count differs from their drops",
     )
-    wallets = db.execute(
-        """SELECT count(*) FILTER (WHERE w.balance <> coalesce(l.total, 0)),
-                  count(*) FILTER (WHERE w.balance < 0), count(*)
-           FROM billing_wallet w
-           LEFT JOIN (SELECT wallet_id, sum(amount) AS total FROM billing_ledgerentry
-                      GROUP BY wallet_id) l ON l.wallet_id = w.id"""
-    ).fetchone()
-    negative_ever = db.execute(
-        "SELECT count(*) FROM billing_ledgerentry WHERE balance_after < 0"
-    ).fetchone()[0]
-    check(
-        "wallets equal their ledger, never negative",
-        wallets[0] == 0 and wallets[1] == 0 and negative_ever == 0,
-        f"{wallets[2]} wallets, {wallets[0]} off their ledger, {wallets[1]} negative, "
-        f"{negative_ever} ledger rows below zero",
-    )
+    check_wallets(db, check)
     check_custody(db, check)
     doubled = db.execute(
         """SELECT count(*) FROM (SELECT 1 FROM orders_drop
@@ -478,6 +468,25 @@ def check_invariants(drill: Drill, phases: list[Phase]) -> list[tuple[str, bool,
         "(no status; retried with the same key)",
     )
     return results
+
+
+def check_wallets(db, check) -> None:
+    wallets = db.execute(
+        """SELECT count(*) FILTER (WHERE w.balance <> coalesce(l.total, 0)),
+                  count(*) FILTER (WHERE w.balance < 0), count(*)
+           FROM billing_wallet w
+           LEFT JOIN (SELECT wallet_id, sum(amount) AS total FROM billing_ledgerentry
+                      GROUP BY wallet_id) l ON l.wallet_id = w.id"""
+    ).fetchone()
+    negative_ever = db.execute(
+        "SELECT count(*) FROM billing_ledgerentry WHERE balance_after < 0"
+    ).fetchone()[0]
+    check(
+        "wallets equal their ledger, never negative",
+        wallets[0] == 0 and wallets[1] == 0 and negative_ever == 0,
+        f"{wallets[2]} wallets, {wallets[0]} off their ledger, {wallets[1]} negative, "
+        f"{negative_ever} ledger rows below zero",
+    )
 
 
 # Cash custody (docs/contract.md §23), per environment and currency: what the businesses'

@@ -35,6 +35,8 @@ batch_ids_of_key: dict[str, set[str]] = defaultdict(set)
 # The recipients' links of accepted drops (their paths), for `Recipient`.
 tracking_paths: list[str] = []
 accepted_of_batch: dict[str, set[str]] = defaultdict(set)
+# When each batch id was first answered 200 (epoch seconds): bench/backup.py's moment T.
+answered_at: dict[str, float] = {}
 statuses: Counter[str] = Counter()
 _next_tenant = iter(range(10**9))
 
@@ -203,6 +205,7 @@ class Integrator(HttpUser):
             return
         data = response.json()["data"]
         batch_ids_of_key[key].add(data["batch_id"])
+        answered_at.setdefault(data["batch_id"], time.time())
         for order in data["orders"]:
             if order["status"] == "accepted":
                 accepted_of_batch[data["batch_id"]].add(order["drop_id"])
@@ -241,6 +244,7 @@ def _write_records(**_kwargs) -> None:
                 "keys": {k: sorted(v) for k, v in batch_ids_of_key.items()},
                 "accepted": {b: sorted(v) for b, v in accepted_of_batch.items()},
                 "statuses": dict(statuses),
+                "answered_at": answered_at,
             },
             out,
         )

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import os
 import secrets
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -52,11 +54,12 @@ from bench.bulk import (  # noqa: E402
     Gunicorn,
     coordinate_batch,
     machine,
+    manage,
     post_batch,
     seed,
     start_database,
 )
-from tests.webhook_receiver import Received, WebhookReceiver  # noqa: E402
+from tests.webhook_receiver import Received, SilentServer, WebhookReceiver  # noqa: E402
 
 ADVANCE_PATH = "/api/v1/sandbox/orders/advance"
 ENDPOINTS_PATH = "/api/v1/webhook-endpoints"
@@ -294,20 +297,8 @@ def run(
         wait_until_idle(db)
 
         # Throughput: one call moves every burst drop; then wait for all their deliveries.
-        before = set(first_arrivals(receiver))
         print(f"  throughput: one move of {cfg.burst} drops ...", flush=True)
-        sent, returned = advance(client, drops.burst, f"burst of {cfg.burst}")
-        total = len(before) + cfg.burst
-        wait_for_ids(receiver, total, cfg.burst_timeout, "burst")
-        arrivals = {i: r for i, r in first_arrivals(receiver).items() if i not in before}
-        cids = {r.json["data"]["client_order_id"] for r in arrivals.values()}
-        if len(arrivals) != cfg.burst or cids != set(drops.burst):
-            raise BenchError(
-                f"burst: {len(arrivals)} new ids for {len(cids)} drops, {cfg.burst} expected"
-            )
-        first = min(r.arrived for r in arrivals.values())
-        last = max(r.arrived for r in arrivals.values())
-        burst = Burst(cfg.burst, returned - sent, first - returned, last - sent, last - returned)
+        burst = burst_of(client, receiver, drops.burst, cfg.burst_timeout)
 
         time.sleep(0.5)  # a duplicate in flight would show now
         with receiver._lock:  # noqa: SLF001
@@ -338,6 +329,44 @@ def run(
         return lag, burst, checks
     finally:
         client.close()
+
+
+def burst_of(client: Client, receiver: WebhookReceiver, ids: list[str], timeout: float) -> Burst:
+    """One call moves every drop of `ids`; the figures once all their deliveries are in."""
+    before = set(first_arrivals(receiver))
+    sent, returned = advance(client, ids, f"burst of {len(ids)}")
+    wait_for_ids(receiver, len(before) + len(ids), timeout, "burst")
+    arrivals = {i: r for i, r in first_arrivals(receiver).items() if i not in before}
+    cids = {r.json["data"]["client_order_id"] for r in arrivals.values()}
+    if len(arrivals) != len(ids) or cids != set(ids):
+        raise BenchError(
+            f"burst: {len(arrivals)} new ids for {len(cids)} drops, {len(ids)} expected"
+        )
+    first = min(r.arrived for r in arrivals.values())
+    last = max(r.arrived for r in arrivals.values())
+    return Burst(len(ids), returned - sent, first - returned, last - sent, last - returned)
+
+
+def lags_of(client: Client, receiver: WebhookReceiver, ids: list[str], pace: float) -> list[float]:
+    """Single-drop moves every `pace` s; for each, its answer -> its delivery's receipt (s)."""
+    answered: dict[str, float] = {}
+    start = time.monotonic()
+    for n, cid in enumerate(ids):
+        with contextlib.suppress(ValueError):
+            time.sleep(start + n * pace - time.monotonic())
+        answered[cid] = advance(client, [cid], f"move {n}")[1]
+    deadline = time.monotonic() + 60
+    while True:
+        got = {
+            r.json["data"]["client_order_id"]: r.arrived
+            for r in first_arrivals(receiver).values()
+            if r.json["data"]["client_order_id"] in answered
+        }
+        if len(got) == len(ids):
+            return [got[cid] - answered[cid] for cid in ids]
+        if time.monotonic() >= deadline:
+            raise BenchError(f"lag: {len(got)} of {len(ids)} deliveries arrived in 60 s")
+        time.sleep(0.02)
 
 
 def report(lag: Lag, burst: Burst, checks: Checks, cfg: Settings, db, elapsed: float) -> bool:
@@ -415,6 +444,7 @@ class Settings:
     burst_timeout: float
     gunicorn_workers: int
     load_before: tuple[float, float, float]
+    hanging: bool = False
 
 
 def parse_args(argv: list[str] | None) -> Settings:
@@ -423,6 +453,11 @@ def parse_args(argv: list[str] | None) -> Settings:
     parser.add_argument("--pace", type=float, default=0.1, help="s between moves (default 0.1)")
     parser.add_argument("--burst", type=int, help="drops in one move (default 2000; --quick 500)")
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument(
+        "--hanging",
+        action="store_true",
+        help="ONE worker: the lag and the burst alone, then beside 50 hanging endpoints",
+    )
     args = parser.parse_args(argv)
     burst = args.burst or (500 if args.quick else 2000)
     return Settings(
@@ -432,11 +467,14 @@ def parse_args(argv: list[str] | None) -> Settings:
         burst_timeout=max(30.0, burst / 50),
         gunicorn_workers=2,
         load_before=os.getloadavg(),
+        hanging=args.hanging,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
+    if cfg.hanging:
+        return hanging_case(cfg)
     began = time.monotonic()
     # A plain SIGTERM would skip the clean-up below; make it an exception instead.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -493,6 +531,113 @@ def main(argv: list[str] | None = None) -> int:
             raise
         report(lag, burst, checks, cfg, db, time.monotonic() - began)
     return 0
+
+
+# --------------------------------------------------------------------------- one worker, hanging
+
+
+HOSTILE_BUSINESSES = 10
+HOSTILE_ENDPOINTS = 5  # each: 50 endpoints that accept connections and never answer
+LAG_MOVES = 40
+LAG_PACE = 0.25
+
+
+def hostile_endpoints(env: dict[str, str], port: int, silent: SilentServer) -> list[tuple]:
+    """Ten businesses with five endpoints each on the silent server: (client, endpoint id)."""
+    endpoints = []
+    for b in range(HOSTILE_BUSINESSES):
+        out = manage(env, "provision_business", "--name", f"Hostile {b}", "--email",
+                     f"hostile{b}@example.com", "--json")  # fmt: skip
+        client = Client(port, orjson.loads(out.strip().splitlines()[-1])["sandbox_key"])
+        for e in range(HOSTILE_ENDPOINTS):
+            body = orjson.dumps({"url": silent.url(f"/hooks/{b}/{e}"), "event_types": ["*"]})
+            response = client.post(ENDPOINTS_PATH, body)
+            if response.status != 201:
+                raise BenchError(f"a hostile endpoint: HTTP {response.status} {response.body!r}")
+            endpoints.append((client, orjson.loads(response.body)["data"]["id"]))
+    return endpoints
+
+
+class Pester(threading.Thread):
+    """Asks for a test event to every hostile endpoint, round after round, until stopped."""
+
+    def __init__(self, endpoints: list[tuple]) -> None:
+        super().__init__(daemon=True)
+        self.endpoints, self.asked, self.stopped = endpoints, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            for client, endpoint_id in self.endpoints:
+                try:
+                    client.post(f"{ENDPOINTS_PATH}/{endpoint_id}/test", b"{}")
+                except (OSError, http.client.HTTPException):
+                    client.conn.close()  # a connection the server dropped: a new one next time
+                    continue
+                self.asked += 1
+            self.stopped.wait(1.0)
+
+
+def hanging_case(cfg: Settings) -> int:
+    """One worker: single moves' lag and a burst's deliveries/s to a fast receiver, alone,
+    then the same beside 50 endpoints of 10 businesses that accept and never answer, asked
+    for test events all along (a retry schedule of 1 s, 2 s: they are probed nearly all the
+    time, the worst for the others)."""
+    with contextlib.ExitStack() as cleanup:
+        workdir, cluster, env = start_database(
+            cleanup,
+            WEBHOOK_ALLOW_PRIVATE_URLS="true",
+            WEBHOOK_RETRY_SCHEDULE="1,2",
+            MAX_TRACKING_IDENTIFIERS=str(max(1000, cfg.burst)),
+        )
+        db = cleanup.enter_context(psycopg.connect(cluster.url(DB_NAME), autocommit=True))
+        tenant = seed(env, db)
+        server = Gunicorn(env, cfg.gunicorn_workers, workdir / "gunicorn.log")
+        cleanup.callback(server.stop)
+        server.start()
+        receiver, silent = WebhookReceiver(), SilentServer()
+        cleanup.callback(receiver.stop)
+        cleanup.callback(silent.stop)
+        client = Client(server.port, tenant.key)
+        cleanup.callback(client.close)
+        ids = {}
+        for case in ("alone", "beside"):
+            ids[f"lag {case}"] = create_drops(client, LAG_MOVES, f"lag drops {case}")
+            ids[f"burst {case}"] = create_drops(client, cfg.burst, f"burst drops {case}")
+        receiver.trust(create_endpoint(client, receiver.url("/hooks")))
+        hostile = hostile_endpoints(env, server.port, silent)
+        worker = Worker(env, workdir / "worker.log", 0)
+        cleanup.callback(worker.stop)
+        worker.launch()
+        worker.wait_started()
+        wait_until_idle(db)
+        figures = {}
+        for case in ("alone", "beside"):
+            pester = Pester(hostile)
+            if case == "beside":
+                pester.start()
+                deadline = time.monotonic() + 30
+                while len(silent.accepted) < len(hostile) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            print(f"  {case}: {LAG_MOVES} single moves, then one move of {cfg.burst} ...")
+            lag = lags_of(client, receiver, ids[f"lag {case}"], LAG_PACE)
+            burst = burst_of(client, receiver, ids[f"burst {case}"], max(120.0, cfg.burst / 5))
+            pester.stopped.set()
+            figures[case] = (lag, burst, len(silent.accepted), pester.asked)
+        report_hanging(figures, cfg, db)
+    return 0
+
+
+def report_hanging(figures: dict, cfg: Settings, db) -> None:
+    print(f"\none db_worker, one fast endpoint; {cfg.burst}-drop burst, {LAG_MOVES} single moves")
+    print(f"{'case':<8} {'deliveries/s':>12} {'lag median':>11} {'p95':>7} {'max':>7}  hostile")
+    for case, (lag, burst, accepted, asked) in figures.items():
+        print(
+            f"{case:<8} {burst.per_second:>12,.0f} {statistics.median(lag) * 1000:>9.0f} ms"
+            f" {p95(lag) * 1000:>4.0f} ms {max(lag) * 1000:>4.0f} ms"
+            f"  {accepted} connections held, {asked} test events asked"
+        )
+    for line in machine(db, cfg.load_before):
+        print(line)
 
 
 if __name__ == "__main__":

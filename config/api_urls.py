@@ -15,6 +15,7 @@ from couriers.api import CourierSessionViewSet, CourierViewSet
 from events.api import EventViewSet, WebhookEndpointViewSet
 from fleet.api import VehicleTypeViewSet
 from geo.api import ServiceAreaViewSet
+from notifications.api import sms_inbound
 from orders.api import BatchViewSet
 from tracking.api import ORDERS_ROUTES, SandboxViewSet
 
@@ -60,6 +61,8 @@ urlpatterns = [
     # Public: the OpenAPI schema and its docs page need no key.
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(), name="api-docs"),
+    # The SMS provider's inbound webhook: replies to our texts, STOP and START (docs/api.md).
+    re_path(r"^sms/inbound/?$", sms_inbound, name="sms-inbound"),
     # The integrators' guides of docs/ (config/guides.py): pages, their Markdown, their files.
     path("guide/", guide_page, name="api-guide"),
     path("guide", guide_page),  # paths answer with or without the slash, never redirected

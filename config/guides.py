@@ -48,6 +48,7 @@ GUIDES = frozenset(
         "decisions",
         "dashboard",
         "dispatch",
+        "recipients",
     }
 )
 # The files a guide shows or offers (screenshots, sample batches), by type; nothing else of

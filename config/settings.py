@@ -115,6 +115,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "core.languages.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -138,6 +139,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
@@ -219,9 +221,15 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
-LANGUAGE_CODE = "en-us"
+# docs/contract.md §26: pages in Khmer and English (core/languages.py chooses), the catalogues
+# in locale/ (README.md, "Adding a language"); the API stays English.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("km", "ភាសាខ្មែរ")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["config.formats"]  # Khmer dates and money (config/formats/km)
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
 TIME_ZONE = env_time_zone("TIME_ZONE", default="Asia/Phnom_Penh")
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
@@ -296,6 +304,9 @@ SUPPORT_EMAIL = env.str("SUPPORT_EMAIL", default="support@example.com")
 # The ETA model of docs/contract.md §14 (tracking/eta.py).
 DISPATCH_MINUTES = env_int("DISPATCH_MINUTES", default=15, minimum=0)
 COURIER_SPEED_KMH = env_float("COURIER_SPEED_KMH", default=25.0, above=0)
+# Streets are not straight: the planner's riding distance is the great-circle km × this
+# (dispatch/travel.py).
+ROAD_FACTOR = env_float("ROAD_FACTOR", default=1.3, above=0)
 HANDLING_MINUTES = env_int("HANDLING_MINUTES", default=5, minimum=0)
 # Drop-off windows (docs/contract.md §17, orders/windows.py): the shortest window a drop may
 # ask for, and how far ahead its start may be.
@@ -347,6 +358,16 @@ MAX_COURIER_POINTS = 100
 # may be to be offered anything; how far from the pickup a courier is looked for (the box of
 # the candidates' index); how often the dispatcher runs (a periodic job, core/schedule.py).
 OFFER_SECONDS = env_int("OFFER_SECONDS", default=60, minimum=5)
+# The planner (dispatch/solver.py): how often it plans the waiting orders into the couriers'
+# runs, and how long the solver may search each time.
+PLAN_SECONDS = env_int("PLAN_SECONDS", default=15, minimum=1)
+PLAN_TIME_LIMIT_SECONDS = env_float("PLAN_TIME_LIMIT_SECONDS", default=2.0, above=0)
+# How far ahead a courier's run is planned: nothing is added to a run that would end later
+# than this from now (nor past the courier's shift), so work spreads over the fleet.
+RUN_HORIZON_MINUTES = env_int("RUN_HORIZON_MINUTES", default=60, minimum=5)
+# How waiting orders reach couriers: "runs" (the planner: many orders per run) or "nearest"
+# (one order at a time to the nearest free courier: the benchmark's baseline).
+DISPATCH_PLANNER = env_choice("DISPATCH_PLANNER", default="runs", choices=("runs", "nearest"))
 DISPATCH_ESCALATE_MINUTES = env_int("DISPATCH_ESCALATE_MINUTES", default=10, minimum=1)
 DISPATCH_POSITION_MINUTES = env_int("DISPATCH_POSITION_MINUTES", default=5, minimum=1)
 DISPATCH_RADIUS_KM = env_float("DISPATCH_RADIUS_KM", default=15.0, above=0)
@@ -399,6 +420,10 @@ WEBHOOK_DISABLE_AFTER_DAYS = env_int("WEBHOOK_DISABLE_AFTER_DAYS", default=5, mi
 # A 2xx within WEBHOOK_TIMEOUT_SECONDS in all (connecting within the second) is a success.
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", default=10.0, above=0)
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_float("WEBHOOK_CONNECT_TIMEOUT_SECONDS", default=3.0, above=0)
+# A worker's sender keeps up to this many attempts in flight, at most WEBHOOK_PER_ENDPOINT to
+# one endpoint (events/delivery.py): a receiver that never answers costs a socket, not a worker.
+WEBHOOK_CONCURRENCY = env_int("WEBHOOK_CONCURRENCY", default=100, minimum=1)
+WEBHOOK_PER_ENDPOINT = env_int("WEBHOOK_PER_ENDPOINT", default=5, minimum=1)
 # Events (and their deliveries) are kept this long; purge_old_events deletes them after.
 EVENT_RETENTION_DAYS = env_int("EVENT_RETENTION_DAYS", default=30, minimum=1)
 
@@ -429,6 +454,10 @@ TASKS = {
         "QUEUES": ["default"],
     }
 }
+# Started beside the task loop by each `manage.py db_worker` (core/management/commands/
+# db_worker.py) and stopped with it: each a callable answering something with a `stop()`.
+# The webhook sender keeps deliveries in flight while the worker runs other tasks.
+TASK_WORKER_COMPANIONS = ["events.delivery.start_sender"]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],

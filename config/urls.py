@@ -7,6 +7,7 @@ from agents.views import mcp_endpoint
 from config.api_urls import api_index
 from core.handlers import unknown_path
 from core.health import liveness, readiness
+from notifications.pages import unsubscribe_page
 from tracking.pages import delivery_photo_view, tracking_page_view
 
 urlpatterns = [
@@ -24,6 +25,8 @@ urlpatterns = [
     # slashes and odd bytes too, so every bad link gets the same 404 page.
     re_path(r"^t/(?P<token>[\s\S]*)\Z", tracking_page_view, name="tracking_page"),
     re_path(r"^pod/(?P<signed>[\s\S]*)\Z", delivery_photo_view, name="delivery_photo"),
+    # An email's unsubscribe link (docs/notifications.md, "Stopping messages").
+    re_path(r"^unsubscribe/(?P<token>[\s\S]*)\Z", unsubscribe_page, name="unsubscribe"),
     path("courier/", include("couriers.urls")),  # the courier app (docs/couriers.md)
     # The MCP server for AI agents (docs/agents.md): Streamable HTTP, with or without a slash.
     path("mcp", mcp_endpoint, name="mcp"),

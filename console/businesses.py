@@ -324,6 +324,8 @@ class BusinessAdmin(ServiceTimesAdmin, admin.ModelAdmin):
         "billing_model",
         "pricing_plan",
         "net_days",
+        "recipient_language",
+        "dashboard_language",
         "use_case",
         "expected_monthly_volume",
         *readonly_fields[1:],

@@ -1,6 +1,7 @@
 """The dispatch board in the operator console (docs/operator.md "Dispatch board"): a live map
-of the couriers online and of the live orders waiting for one, most urgent first, and hand
-assignment; and the offers the dispatcher made, read-only.
+of the couriers online with their runs and of the live orders waiting for one, most urgent
+first, and hand assignment (into a courier's run where it costs least); and the offers the
+dispatcher made, read-only.
 
 Looking needs `orders.view_drop`; giving an order by hand, or taking one back from its
 courier, needs `orders.dispatch_drop` (without it the forms are not shown, and a POST
@@ -29,7 +30,7 @@ from core.api import envelope, error_response
 from core.formats import iso_z
 from couriers.models import Driver
 from dashboard.templatetags.dashboard_tags import when_text
-from dispatch.board import Board, WaitingOrder, choices_for, read_board, refusal_of
+from dispatch.board import Board, BoardCourier, WaitingOrder, choices_for, read_board, refusal_of
 from dispatch.models import Offer
 from dispatch.offers import TakeBackRefused, assign_by_hand, take_back_order
 from orders.models import Order
@@ -110,23 +111,27 @@ def board_data(board: Board) -> dict:
         "waiting": board.waiting,
         "online": board.online,
         "orders": [_order_data(order) for order in board.orders],
-        "couriers": [
-            {
-                "courier_id": courier.courier_id,
-                "name": courier.name,
-                "vehicle": courier.vehicle,
-                "state": courier.state.value,
-                "position": None
-                if courier.position is None
-                else {
-                    "lat": courier.position.lat,
-                    "long": courier.position.long,
-                    "at": iso_z(courier.position.at),
-                    "live": courier.position.live,
-                },
-            }
-            for courier in board.couriers
-        ],
+        "couriers": [_courier_data(courier) for courier in board.couriers],
+    }
+
+
+def _courier_data(courier: BoardCourier) -> dict:
+    position = courier.position
+    return {
+        "courier_id": courier.courier_id,
+        "name": courier.name,
+        "vehicle": courier.vehicle,
+        "state": courier.state.value,
+        "position": None
+        if position is None
+        else {
+            "lat": position.lat,
+            "long": position.long,
+            "at": iso_z(position.at),
+            "live": position.live,
+        },
+        # Their run's stops still to do, in riding order: the map draws it as a line.
+        "run": [{"kind": stop.kind, "lat": stop.lat, "long": stop.long} for stop in courier.run],
     }
 
 

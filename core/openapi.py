@@ -280,6 +280,7 @@ ERROR_CODES: dict[int, list[str]] = {
         "LIVE_ACCESS_DISABLED",
         "SANDBOX_ONLY",
         "HTTPS_REQUIRED",
+        "INVALID_SIGNATURE",
         "FORBIDDEN",
     ],
     404: ["NOT_FOUND"],
@@ -310,6 +311,7 @@ ERROR_CODES: dict[int, list[str]] = {
 _ERROR_NOTES = {
     "HTTPS_REQUIRED": "plain http: the API is https only",
     "FORBIDDEN": "a refusal with no code of its own; none is expected",
+    "INVALID_SIGNATURE": "the SMS provider's inbound webhook, unsigned or signed wrong",
     "QUOTE_USED": "the quote already backs another batch",
     "LENGTH_REQUIRED": "a chunked body: send Content-Length",
     "RATE_LIMITED": "with Retry-After",

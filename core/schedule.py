@@ -15,17 +15,23 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-# The dispatcher runs this often: an order waits at most this long (plus the scheduler's
-# tick) for its first offer, and an expired or declined offer this long for the next one.
-DISPATCH_EVERY = timedelta(seconds=10)
+from django.conf import settings
+
+# The recipients' messages are sent this often.
+NOTIFY_EVERY = timedelta(seconds=10)
+# The planner runs this often (PLAN_SECONDS): an order waits at most this long (plus the
+# scheduler's tick) for its first offer, and an expired or declined offer this long for the
+# next one.
+PLAN_EVERY = timedelta(seconds=settings.PLAN_SECONDS)
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
 
 SCHEDULE: dict[str, timedelta] = {
-    # Live orders waiting for a courier are offered; expired offers pass on (docs/dispatch.md).
-    "dispatch.tasks.dispatch_orders": DISPATCH_EVERY,
+    # Live orders waiting for a courier are planned into runs and offered; expired offers
+    # pass on (docs/dispatch.md).
+    "dispatch.tasks.dispatch_orders": PLAN_EVERY,
     # Recipients' emails and SMS: new events read, due messages sent (docs/notifications.md).
-    "notifications.tasks.notify_recipients": DISPATCH_EVERY,
+    "notifications.tasks.notify_recipients": NOTIFY_EVERY,
     # Scheduled drops whose pickup time has come become PENDING.
     "tracking.tasks.dispatch_due_orders": MINUTE,
     # Drops whose ETA has passed their drop-off window's end turn at_risk (order.window_at_risk).

@@ -50,8 +50,8 @@ from couriers.selectors import (
     courier_drop,
     offer_view,
     route_of,
+    stop_number_of,
     stop_of,
-    stop_sequence_of,
 )
 from couriers.services import (
     issue_token,
@@ -243,7 +243,7 @@ class CourierViewSet(viewsets.ViewSet):
             gone = {"route": route_of(courier)} if refused.code in ROUTE_WITH else None
             status = MOVE_REFUSAL_STATUS[refused.code]
             raise ApiError(status, refused.code, str(refused), extra=gone) from None
-        stop = stop_of(made.drop, stop_sequence_of(made.drop))
+        stop = stop_of(made.drop, stop_number_of(courier, made.drop))
         return envelope({"stop": stop, "message": confirmation(made.drop)})
 
 

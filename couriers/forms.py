@@ -4,19 +4,23 @@ dashboard's sign-in throttle (accounts/ratelimit.py), as POST /api/v1/courier/se
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from accounts import ratelimit
 from couriers.models import Driver
 from couriers.services import courier_phone, sign_in
 
 LOCKED_OUT = {
-    ratelimit.ADDRESS: "Too many failed sign-ins from this network. "
-    f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes.",
-    ratelimit.USERNAME: "Too many failed sign-ins with this phone. "
-    f"Try again in {ratelimit.WINDOW_SECONDS // 60} minutes, or ask your dispatcher.",
-    ratelimit.UNAVAILABLE: "Signing in is paused for a moment. Try again in a minute.",
+    ratelimit.ADDRESS: _(
+        "Too many failed sign-ins from this network. Try again in %(minutes)s minutes."
+    ),
+    ratelimit.USERNAME: _(
+        "Too many failed sign-ins with this phone. Try again in %(minutes)s minutes, or ask "
+        "your dispatcher."
+    ),
+    ratelimit.UNAVAILABLE: _("Signing in is paused for a moment. Try again in a minute."),
 }
-WRONG = "The phone or the password is wrong."
+WRONG = _("The phone or the password is wrong.")
 
 
 class CourierSignInForm(forms.Form):
@@ -30,7 +34,7 @@ class CourierSignInForm(forms.Form):
                 "aria-describedby": "phone-help",
             }
         ),
-        help_text="With the country code, e.g. +855 12 345 678.",
+        help_text=_("With the country code, e.g. +855 12 345 678."),
     )
     password = forms.CharField(
         max_length=200,
@@ -58,7 +62,11 @@ class CourierSignInForm(forms.Form):
         signed = sign_in(phone=phone, password=password, address=address)
         if signed.locked:
             self.locked_out = True
-            raise forms.ValidationError(LOCKED_OUT[signed.locked], code="rate_limited")
+            raise forms.ValidationError(
+                LOCKED_OUT[signed.locked],
+                code="rate_limited",
+                params={"minutes": ratelimit.WINDOW_SECONDS // 60},
+            )
         if self.errors:
             return cleaned
         self.courier = signed.courier

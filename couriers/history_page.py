@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_safe
 
 from couriers.auth import courier_of_session
@@ -18,7 +19,11 @@ from couriers.pages import _page
 from couriers.pay import parse_day
 from orders.models import FailureReason
 
-OUTCOME_WORDS = {"delivered": "Delivered", "failed": "Not delivered", "returned": "Returned"}
+OUTCOME_WORDS = {
+    "delivered": _("Delivered"),
+    "failed": _("Not delivered"),
+    "returned": _("Returned"),
+}
 
 
 @require_safe

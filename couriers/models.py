@@ -30,6 +30,9 @@ class Driver(models.Model):
     password = models.CharField(max_length=128, blank=True, default="", db_default="")
     online = models.BooleanField(default=False, db_default=False)
     online_changed_at = models.DateTimeField(null=True, blank=True)
+    # When the courier's shift ends (docs/contract.md §21): the planner adds nothing to their
+    # run that would keep them past it. None: no end set.
+    shift_ends_at = models.DateTimeField(null=True, blank=True)
     # Moved on by every password change and deactivation (couriers.services): part of the
     # stamp each app session and token carries, so none signed in before outlives the change.
     credential_version = models.PositiveIntegerField(default=0, db_default=0)

@@ -17,6 +17,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from core.api import ApiError
@@ -43,26 +45,49 @@ from dispatch.offers import (
     decline_offer,
     open_offer_of,
 )
-from fleet.models import VehicleType
 from geo.geometry import haversine_km
 from orders.models import Drop, DropStatus, FailureReason, UndeliverableAction
+from orders.runs import DROP, PICKUP
+from orders.statuses import TO_RETURN
 from tracking.lifecycle import ALLOWED
 from tracking.services import store_proof_photo, store_signature
 
 # What the courier reads when a move is refused; the service's own words for the others.
+# In English here (what the tests compare); shown in the page's language (gettext at use).
 MOVE_MESSAGES = {
-    "COD_NOT_COLLECTED": "Collect the cash first, then tick “Cash collected”.",
-    "SCAN_MISMATCH": "Scan the code on this parcel's label (or type it): it did not match.",
-    "SIGNATURE_REQUIRED": "Let the recipient sign in the box, then press Delivered.",
+    "COD_NOT_COLLECTED": gettext_noop("Collect the cash first, then tick “Cash collected”."),
+    "SCAN_MISMATCH": gettext_noop(
+        "Scan the code on this parcel's label (or type it): it did not match."
+    ),
+    "SIGNATURE_REQUIRED": gettext_noop("Let the recipient sign in the box, then press Delivered."),
 }
 # How often the app reads and sends the phone's position while online (docs/contract.md §20).
 POSITION_SECONDS = 15
-# How often the app asks for an offer while online with no route and none shown (docs/couriers.md).
+# How often the app asks for an offer while online with none shown (docs/couriers.md).
 OFFER_POLL_SECONDS = 10
 # How often the app asks whether its route changed, while the phone has a network (§24).
 ROUTE_CHECK_SECONDS = 15
-OFFER_GONE = "This offer is gone: it expired or was taken."
-FAILURE_CHOICES = [(r, FailureReason(r).label) for r in COURIER_FAILURE_REASONS]
+OFFER_GONE = _("This offer is gone: it expired or was taken.")
+# The courier's words for the reasons and statuses (the models' labels are the console's).
+FAILURE_WORDS = {
+    FailureReason.RECIPIENT_UNAVAILABLE: _("Recipient unavailable"),
+    FailureReason.ADDRESS_NOT_FOUND: _("Address not found"),
+    FailureReason.REFUSED: _("Refused by the recipient"),
+    FailureReason.WRONG_PIN: _("Wrong PIN (three times)"),
+    FailureReason.OTHER: _("Other"),
+}
+FAILURE_CHOICES = [(r, FAILURE_WORDS[r]) for r in COURIER_FAILURE_REASONS]
+STATUS_WORDS = {
+    DropStatus.SCHEDULED: _("Scheduled"),
+    DropStatus.PENDING: _("Pending"),
+    DropStatus.ASSIGNED: _("Assigned"),
+    DropStatus.PICKED_UP: _("Picked up"),
+    DropStatus.DELIVERED: _("Delivered"),
+    DropStatus.FAILED: _("Failed"),
+    DropStatus.RETURNING: _("Returning"),
+    DropStatus.RETURNED: _("Returned"),
+    DropStatus.CANCELLED: _("Cancelled"),
+}
 
 
 @require_safe
@@ -166,7 +191,9 @@ def move_view(request: HttpRequest, drop_id: uuid.UUID) -> HttpResponse:
         for kept in (photo, signature):  # the move was not made: its proof proves nothing
             if kept:
                 default_storage.delete(kept)
-        message = MOVE_MESSAGES.get(refused.code, str(refused))
+        message = (
+            gettext(MOVE_MESSAGES[refused.code]) if refused.code in MOVE_MESSAGES else str(refused)
+        )
         status = MOVE_REFUSAL_STATUS[refused.code]
         return _home_page(request, courier, error=(drop.pk, message), status=status)
     messages.success(request, confirmation(made.drop))  # shown once, on the next page
@@ -191,21 +218,20 @@ def _home_page(
     as_of = timezone.now()  # as the API's: the app's first check asks for changes since then
     route = route_of(courier)
     stops = _stops_shown(route["stops"], error) if route else []
-    # Offers go to couriers online with no route (docs/contract.md §21): only then one shows.
-    free = courier.online and route is None
-    offer = _offer_shown(open_offer_of(courier)) if free else None
+    # The planner adds to runs (docs/contract.md §21): an online courier sees their offer
+    # whether or not they hold a run, and the page asks for one while none shows.
+    offer = _offer_shown(open_offer_of(courier), stops) if courier.online else None
     context = {
         "courier": courier,
         "first_name": courier.name.split(" ")[0],
         "notice": notice,
         "offer": offer,
-        "wants_offer": free and offer is None,
+        "wants_offer": courier.online and offer is None,
         "offer_poll_seconds": OFFER_POLL_SECONDS,
         "route": route,
-        "pickup_links": _navigation(route["pickup"]) if route else None,
         "stops": stops,
         "failure_choices": FAILURE_CHOICES,
-        "move_messages": MOVE_MESSAGES,
+        "move_messages": {code: gettext(text) for code, text in MOVE_MESSAGES.items()},
         "max_points": settings.MAX_COURIER_POINTS,
         "position_seconds": POSITION_SECONDS,
         "route_check_seconds": ROUTE_CHECK_SECONDS,
@@ -216,59 +242,120 @@ def _home_page(
     return _page(render(request, "couriers/home.html", context, status=status))
 
 
-def _offer_shown(offer: Offer | None) -> dict | None:
-    """The offer as the card shows it: its API view, plus the vehicle's name, when it
-    expires (local time, and the seconds left, which the phone counts down on its own
-    monotonic clock: a phone's wall clock may be wrong), and each stop's distance from the
-    one before it, as the crow flies."""
+def _offer_shown(offer: Offer | None, run: list[dict]) -> dict | None:
+    """The offer as the card shows it: its API view; what it adds (each order's shop and
+    drops); the run's new stop order, each stop named and with its distance from the one
+    before (as the crow flies), the added ones marked when the courier already has a run
+    (`run`: the route's stops as shown); and when it expires (local time, and the seconds
+    left, which the phone counts down on its own monotonic clock: a phone's wall clock may
+    be wrong)."""
     if offer is None:
         return None
     shown = offer_view(offer)
-    vehicle = VehicleType.objects.filter(code=shown["vehicle"]).values_list("name", flat=True)
-    here = (shown["pickup"]["lat"], shown["pickup"]["long"])
-    stops = []
-    for number, stop in enumerate(shown["drops"], start=1):
+    added = {order["pass_order_id"]: order for order in shown["orders"]}
+    named = {(stop["pass_order_id"], stop["drop_id"]): stop["name"] for stop in run}
+    marked = any(stop["pass_order_id"] not in added for stop in shown["stops"])
+    stops, here = [], None
+    for number, stop in enumerate(shown["stops"], start=1):
+        new = stop["pass_order_id"] in added
+        shop = added[stop["pass_order_id"]]["pickup"]["name"] if new else None
         there = (stop["lat"], stop["long"])
-        stops.append({**stop, "number": number, "km": f"{haversine_km(*here, *there):.1f}"})
+        stops.append(
+            {
+                "number": number,
+                "what": _offered_stop_name(stop, shop, named),
+                "new": new and marked,
+                "km": None if here is None else f"{haversine_km(*here, *there):.1f}",
+            }
+        )
         here = there
     left = (offer.expires_at - timezone.now()).total_seconds()
     return {
         **shown,
-        "vehicle_name": vehicle.first() or shown["vehicle"],
-        "pickup_at": f"{shown['pickup']['lat']},{shown['pickup']['long']}",
         "stops": stops,
         "expires_local": timezone.localtime(offer.expires_at),
         "seconds_left": max(0, math.ceil(left)),
     }
 
 
+def _offered_stop_name(stop: dict, shop: str | None, named: dict) -> str:
+    """A stop of the offer in words: an added pickup by its shop, an added drop by whose
+    parcel it is (the recipient shows once the job is the courier's), a stop of the run as
+    the route names it."""
+    if stop["kind"] == PICKUP:
+        name = shop or named.get((stop["pass_order_id"], None), "")
+        return gettext("Pickup · %(shop)s") % {"shop": name}
+    if shop is not None:
+        return gettext("Drop for %(shop)s") % {"shop": shop}
+    return named.get((stop["pass_order_id"], stop["drop_id"])) or gettext("Drop")
+
+
 def _stops_shown(stops: list[dict], error) -> list[dict]:
-    """Each stop of the route with what the page adds: the moves its status allows, the
-    navigation links, the currency of its cash, and the refusal of a move just posted."""
+    """Each stop of the route with what the page adds: a pickup's parcels to take there or
+    bring back; a drop's moves its status allows, the currency of its cash, and the refusal
+    of a move just posted; the navigation links of a stop still to do."""
+    drop_ids = [stop["drop_id"] for stop in stops if stop["kind"] == DROP]
     facts = {
-        pk: (action, currency)
-        for pk, action, currency in Drop.objects.filter(
-            pk__in=[s["drop_id"] for s in stops]
-        ).values_list("pk", "undeliverable_action", "currency")
+        str(pk): (action, currency)
+        for pk, action, currency in Drop.objects.filter(pk__in=drop_ids).values_list(
+            "pk", "undeliverable_action", "currency"
+        )
     }
+    back = [
+        stop
+        for stop in stops
+        if stop["kind"] == DROP
+        and stop["status"] in TO_RETURN
+        and facts[stop["drop_id"]][0] == UndeliverableAction.RETURN
+    ]
     shown = []
     for stop in stops:
-        drop_id = uuid.UUID(stop["drop_id"])
-        moves = [to for to in COURIER_MOVES if to in ALLOWED[stop["status"]]]
-        action, currency = facts.get(drop_id, (None, ""))
-        if action != UndeliverableAction.RETURN:
-            moves = [to for to in moves if to != DropStatus.RETURNING]
+        if stop["kind"] == PICKUP:
+            shown.append(_pickup_shown(stop, stops, back))
+            continue
+        action, currency = facts.get(stop["drop_id"], (None, ""))
+        mine = error is not None and str(error[0]) == stop["drop_id"]
         shown.append(
             {
                 **stop,
-                "status_label": DropStatus(stop["status"]).label,
-                "moves": moves,
+                "status_label": STATUS_WORDS.get(stop["status"], stop["status"]),
+                "moves": _moves_of(stop, action),
                 "currency": currency,
                 "links": None if stop["done"] else _navigation(stop),
-                "error": error[1] if error and error[0] == drop_id else None,
+                "error": error[1] if mine else None,
             }
         )
     return shown
+
+
+def _pickup_shown(pickup: dict, stops: list[dict], back: list[dict]) -> dict:
+    """A pickup with the parcels to take there (its order's drops still waiting: ASSIGNED)
+    and those to bring back (failed, to return), by client_order_id in the run's order; its
+    address and links while either is left, even once done."""
+    order_id = pickup["pass_order_id"]
+    parcels = [
+        stop["client_order_id"]
+        for stop in stops
+        if stop["kind"] == DROP
+        and stop["pass_order_id"] == order_id
+        and stop["status"] == DropStatus.ASSIGNED
+    ]
+    returns = [stop["client_order_id"] for stop in back if stop["pass_order_id"] == order_id]
+    wanted = not pickup["done"] or returns
+    return {
+        **pickup,
+        "parcels": parcels,
+        "returns": returns,
+        "links": _navigation(pickup) if wanted else None,
+    }
+
+
+def _moves_of(stop: dict, undeliverable_action) -> list[str]:
+    """The moves a drop's status allows the courier; a return only for a drop that returns."""
+    moves = [to for to in COURIER_MOVES if to in ALLOWED[stop["status"]]]
+    if undeliverable_action != UndeliverableAction.RETURN:
+        moves = [to for to in moves if to != DropStatus.RETURNING]
+    return moves
 
 
 def _navigation(place: dict) -> dict:
@@ -285,7 +372,8 @@ def _page(response: HttpResponse) -> HttpResponse:
     response["Cache-Control"] = "no-store"
     response["Referrer-Policy"] = "same-origin"
     response["Content-Security-Policy"] = (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; "
+        "img-src 'self' data:; "
         "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     )
     return response

@@ -18,7 +18,7 @@ from core.openapi import (
     shape,
     success,
 )
-from couriers.inputs import COURIER_FAILURE_REASONS, COURIER_MOVES
+from couriers import inputs
 
 TAG = "courier"
 
@@ -46,29 +46,14 @@ _ADDRESS_TEXT_HELP = (
     "The address as one line to read: its complete_address, else its parts joined; "
     '"" when there is none (then the coordinates are where to go).'
 )
-SignIn = shape(
-    "CourierSignIn",
-    phone=serializers.CharField(
-        help_text="E.164, as the courier was created with; spaces, dashes, dots and brackets "
-        "between the digits are fine (+855 12 345 678)."
-    ),
-    password=serializers.CharField(),
-)
+# The request bodies, each from its one declaration (couriers/inputs.py).
+SignIn = inputs.SIGN_IN.serializer()
 Token = shape(
     "CourierToken",
     token=serializers.CharField(help_text="crr_ + 40 characters; shown once."),
     courier_id=serializers.IntegerField(),
 )
-Status = shape("CourierStatus", online=serializers.BooleanField())
-Place = shape(
-    "CourierPlace",
-    name=serializers.CharField(),
-    phone=serializers.CharField(),
-    lat=serializers.FloatField(),
-    long=serializers.FloatField(),
-    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
-    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
-)
+Status = inputs.STATUS.serializer()  # and the answer: the status now
 Parcel = shape(
     "CourierParcel",
     size=serializers.CharField(),
@@ -80,42 +65,65 @@ Cod = shape(
     amount=serializers.CharField(help_text="The cash to collect at the door."),
     collected=serializers.BooleanField(),
 )
+Verification = shape(
+    "CourierVerification",
+    pin=serializers.BooleanField(help_text="DELIVERED carries the recipient's 4-digit PIN."),
+    scan=serializers.BooleanField(
+        help_text="PICKED_UP and DELIVERED carry `scan`: the code on the parcel's label."
+    ),
+    signature=serializers.BooleanField(
+        help_text="DELIVERED carries the recipient's signature (multipart field `signature`)."
+    ),
+)
 Stop = shape(
     "CourierStop",
-    drop_id=serializers.UUIDField(),
-    stop_sequence=serializers.IntegerField(),
-    client_order_id=serializers.CharField(),
-    status=serializers.CharField(),
-    recipient_first_name=serializers.CharField(),
-    done=serializers.BooleanField(
-        help_text="Delivered, failed, returning, returned or cancelled: the drop-off is behind "
-        'it or will never come, and its phone, place and notes are null (address_text "").'
+    kind=one_of(["pickup", "drop"]),
+    pass_order_id=serializers.UUIDField(),
+    drop_id=serializers.UUIDField(allow_null=True, help_text="null for a pickup."),
+    stop_number=serializers.IntegerField(help_text="Its place in the run: 1 is ridden first."),
+    stop_sequence=serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="A drop's: its place among its own order's drops, as in tracking.",
     ),
+    client_order_id=serializers.CharField(required=False, help_text="A drop's."),
+    status=serializers.CharField(
+        help_text="A drop's status; a pickup's: ASSIGNED while a parcel of it waits there, "
+        "PICKED_UP once none does."
+    ),
+    done=serializers.BooleanField(
+        help_text="A pickup with nothing left to take; a drop delivered, failed, returning, "
+        "returned or cancelled: its drop-off is behind it or will never come, and its phone, "
+        'place and notes are null (address "").'
+    ),
+    name=serializers.CharField(help_text="The shop's name; the recipient's first name."),
+    recipient_first_name=serializers.CharField(required=False, help_text="A drop's."),
     phone=serializers.CharField(allow_null=True),
     lat=serializers.FloatField(allow_null=True),
     long=serializers.FloatField(allow_null=True),
-    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
-    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
+    address=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
     notes=serializers.CharField(allow_null=True),
-    parcel=Parcel(),
+    parcel=Parcel(allow_null=True),
     cod=Cod(allow_null=True),
     needs_pin=serializers.BooleanField(),
     needs_scan=serializers.BooleanField(
         help_text="PICKED_UP and DELIVERED carry `scan`: the code on the parcel's label."
     ),
     needs_signature=serializers.BooleanField(
-        help_text="DELIVERED carries the recipient's signature (multipart field `signature`)."
+        required=False,
+        help_text="DELIVERED carries the recipient's signature (multipart field `signature`).",
     ),
+    verification=Verification(allow_null=True, help_text="A drop's; null for a pickup."),
 )
 Route = shape(
     "CourierRoute",
-    pass_order_id=serializers.UUIDField(),
+    run_id=serializers.UUIDField(help_text="The run: the same while it has a stop to do."),
     version=serializers.CharField(
-        help_text="Changes whenever anything on the route changes; the ETag is it, quoted."
+        help_text="Changes whenever anything on the run changes; the ETag is it, quoted."
     ),
-    vehicle=serializers.CharField(),
-    pickup=Place(),
-    stops=Stop(many=True),
+    stops=Stop(
+        many=True, help_text="Pickups and drops of every order on the run, in the order to ride."
+    ),
 )
 RouteChange = shape(
     "CourierRouteChange",
@@ -157,27 +165,8 @@ History = shape(
     stops=HistoryStop(many=True),
     cod_collected=HistoryCash(many=True, help_text="The day's cash collected, per currency."),
 )
-MoveIn = shape(
-    "CourierMove",
-    to=one_of(list(COURIER_MOVES)),
-    pin=serializers.CharField(required=False, help_text="The recipient's 4-digit PIN."),
-    received_by=serializers.CharField(required=False),
-    reason=one_of(list(COURIER_FAILURE_REASONS), required=False),
-    cod_collected=serializers.BooleanField(required=False),
-    scan=serializers.CharField(
-        required=False,
-        help_text="The label's short_code, scanned or typed (any case, spaces ignored): "
-        "PICKED_UP and DELIVERED of a drop that needs_scan.",
-    ),
-)
-PointIn = shape(
-    "CourierPoint",
-    lat=serializers.FloatField(),
-    long=serializers.FloatField(),
-    at=serializers.DateTimeField(),
-    accuracy=serializers.FloatField(required=False, help_text="Metres."),
-)
-LocationIn = shape("CourierLocation", points=PointIn(many=True))
+MoveIn = inputs.MOVE.serializer()
+LocationIn = inputs.LOCATION.serializer()
 LocationOut = shape(
     "CourierLocationOut",
     received=serializers.IntegerField(),
@@ -189,8 +178,7 @@ OfferPickup = shape(
     name=serializers.CharField(),
     lat=serializers.FloatField(),
     long=serializers.FloatField(),
-    address=serializers.JSONField(allow_null=True, help_text=_ADDRESS_HELP),
-    address_text=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
+    address=serializers.CharField(help_text=_ADDRESS_TEXT_HELP),
 )
 OfferDrop = shape(
     "CourierOfferDrop",
@@ -199,14 +187,32 @@ OfferDrop = shape(
     lat=serializers.FloatField(),
     long=serializers.FloatField(),
 )
-Offer = shape(
-    "CourierOffer",
-    offer_id=serializers.UUIDField(),
+OfferOrder = shape(
+    "CourierOfferOrder",
     pass_order_id=serializers.UUIDField(),
-    expires_at=serializers.DateTimeField(),
     vehicle=serializers.CharField(),
     pickup=OfferPickup(),
     drops=OfferDrop(many=True),
+)
+OfferStop = shape(
+    "CourierOfferStop",
+    kind=one_of(["pickup", "drop"]),
+    pass_order_id=serializers.UUIDField(),
+    drop_id=serializers.UUIDField(allow_null=True),
+    lat=serializers.FloatField(),
+    long=serializers.FloatField(),
+)
+Offer = shape(
+    "CourierOffer",
+    offer_id=serializers.UUIDField(),
+    expires_at=serializers.DateTimeField(),
+    orders=OfferOrder(many=True, help_text="The orders the offer adds to the run."),
+    stops=OfferStop(
+        many=True, help_text="The run's stops still to do with the orders in it, in order."
+    ),
+    extra_minutes=serializers.IntegerField(
+        allow_null=True, help_text="How much longer the run takes with them."
+    ),
 )
 OfferOut = shape("CourierOfferOut", offer=Offer(allow_null=True))
 Declined = shape("CourierDeclined", offer_id=serializers.UUIDField(), status=one_of(["declined"]))

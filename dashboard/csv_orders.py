@@ -24,6 +24,7 @@ from django.conf import settings
 from accounts.models import Environment
 from core.api import ApiError
 from core.csv_files import CsvUnreadable, read_table
+from dashboard.batches import drop_body, present
 from orders.inputs import BatchIn, parse_batch
 from orders.results import ResultEntry
 
@@ -241,7 +242,7 @@ def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFil
         group_key = orjson.dumps([pickup, vehicle], option=orjson.OPT_SORT_KEYS)
         if group_key not in groups:
             groups[group_key] = len(body_groups)
-            body_groups.append(_present({"pickup": pickup, "vehicle": vehicle, "dropoff": []}))
+            body_groups.append(present({"pickup": pickup, "vehicle": vehicle, "dropoff": []}))
             group_rows.append([])
         index = groups[group_key]
         body_groups[index]["dropoff"].append(cells.drop())
@@ -332,8 +333,8 @@ def _location_problems(columns: dict[str, int]) -> list[str]:
     errors = []
     for lat, long, address, purpose in LOCATIONS:
         if (lat in columns) != (long in columns):
-            present, absent = (lat, long) if lat in columns else (long, lat)
-            errors.append(f"The column {present} needs {absent} beside it.")
+            given, absent = (lat, long) if lat in columns else (long, lat)
+            errors.append(f"The column {given} needs {absent} beside it.")
         elif lat not in columns and address not in columns:
             errors.append(f"The columns {lat} and {long}, or {address}, are missing ({purpose}).")
     return errors
@@ -388,11 +389,11 @@ class _Cells:
         address = {"complete_address": self.text(f"{prefix}_address")}
         if with_city:
             address["city"] = self.text(f"{prefix}_city")
-        fields["address"] = _present(address) or None
+        fields["address"] = present(address) or None
         return fields
 
     def pickup(self) -> dict[str, Any]:
-        return _present(
+        return present(
             {
                 "name": self.text("pickup_name"),
                 "phone": self.text("pickup_phone"),
@@ -408,38 +409,21 @@ class _Cells:
             "email": self.text("recipient_email"),
             **self.place("dropoff", with_city=True),
         }
-        return _present(
-            {
-                "client_order_id": self.text("client_order_id"),
-                "external_waybill": self.text("external_waybill"),
-                "dropoff": _present(recipient),
-                "dropoff_verification": {"pin": True} if self.yes("dropoff_pin") else None,
-                "sandbox_scenario": self.text("sandbox_scenario"),
-                # Either cell alone sends the window without the other: its column is named.
-                "dropoff_window": _present(
-                    {
-                        "start": self.text("dropoff_window_start"),
-                        "end": self.text("dropoff_window_end"),
-                    }
-                )
-                or None,
-                "notes": self.text("notes"),
-                "undeliverable_action": self.text("undeliverable_action"),
-                "parcel": _present(
-                    {
-                        "size": self.text("parcel_size"),
-                        "weight_kg": self.number("parcel_weight_kg"),
-                        "description": self.text("parcel_description"),
-                        "value": self.text("parcel_value"),
-                    }
-                )
-                or None,
-                # A money string, checked by the batch's rule 9 (INVALID_COD on its row).
-                "cod": {"amount": amount} if (amount := self.text("cod_amount")) else None,
-            }
+        return drop_body(
+            client_order_id=self.text("client_order_id"),
+            external_waybill=self.text("external_waybill"),
+            recipient=recipient,
+            ask_pin=self.yes("dropoff_pin"),
+            sandbox_scenario=self.text("sandbox_scenario"),
+            window_start=self.text("dropoff_window_start"),
+            window_end=self.text("dropoff_window_end"),
+            notes=self.text("notes"),
+            undeliverable_action=self.text("undeliverable_action"),
+            parcel={
+                "size": self.text("parcel_size"),
+                "weight_kg": self.number("parcel_weight_kg"),
+                "description": self.text("parcel_description"),
+                "value": self.text("parcel_value"),
+            },
+            cod_amount=self.text("cod_amount"),
         )
-
-
-def _present(fields: dict[str, Any]) -> dict[str, Any]:
-    """The fields that were given: an empty cell is an absent field, not an empty one."""
-    return {name: value for name, value in fields.items() if value is not None}

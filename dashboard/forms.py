@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import MaxLengthValidator
+from django.utils.translation import gettext_lazy as _
 
 from accounts.login import RateLimitedLoginMixin
 from accounts.models import ApiKey, Business, Environment
@@ -414,14 +415,29 @@ def _initial_of(drop: Drop) -> dict[str, Any]:
     }
 
 
+class LanguagesForm(forms.Form):
+    """The business's languages where nothing better says (docs/contract.md §26)."""
+
+    recipient_language = forms.ChoiceField(
+        choices=settings.LANGUAGES,
+        label=_("Your recipients' language"),
+        help_text=_("Their tracking page and messages, when the order does not say."),
+    )
+    dashboard_language = forms.ChoiceField(
+        choices=settings.LANGUAGES,
+        label=_("Your dashboard's language"),
+        help_text=_("When your browser does not say."),
+    )
+
+
 class NotificationTemplateForm(forms.Form):
     """One (channel, event) of the notifications page: on or off, and its text, whose
     variables are checked (notifications.texts: an unknown one is this field's error)."""
 
-    enabled = forms.BooleanField(required=False, label="Send it")
-    subject = forms.CharField(required=False, max_length=200, label="Subject")
+    enabled = forms.BooleanField(required=False, label=_("Send it"))
+    subject = forms.CharField(required=False, max_length=200, label=_("Subject"))
     body = forms.CharField(
-        max_length=2000, label="Message", widget=forms.Textarea(attrs={"rows": 4})
+        max_length=2000, label=_("Message"), widget=forms.Textarea(attrs={"rows": 4})
     )
 
     def __init__(self, *args, channel: str, **kwargs) -> None:
@@ -442,7 +458,7 @@ class NotificationTemplateForm(forms.Form):
         cleaned = super().clean()
         email = self.channel == NotificationChannel.EMAIL
         if email and cleaned.get("enabled") and not cleaned.get("subject"):
-            self.add_error("subject", "An email needs a subject.")
+            self.add_error("subject", _("An email needs a subject."))
         return cleaned
 
     @staticmethod

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 from accounts.models import Business, Environment
 from billing.services import BillingError
 from core.csv_files import MAX_FILE_BYTES, MAX_FILE_LABEL, CsvUnreadable
+from dashboard.batches import send_batch
 from dashboard.csv_orders import (
     RowResult,
     RowsInvalid,
@@ -29,9 +30,8 @@ from dashboard.csv_orders import (
     results_by_row,
 )
 from dashboard.views.common import business_view
-from orders.api import base_url_of
 from orders.errors import BatchRefused
-from orders.services import BatchResult, create_batch
+from orders.services import BatchResult
 
 SAMPLE_ORDERS = Path(settings.BASE_DIR) / "docs" / "sample-orders.csv"
 
@@ -139,12 +139,11 @@ def orders_upload(request: HttpRequest) -> HttpResponse:
     except RowsInvalid as invalid:
         return _page(request, form=form, invalid=invalid, status=400)
     try:
-        result = create_batch(
-            business=business,
+        result = send_batch(
+            request,
             environment=environment,
             idempotency_key=orders_file.idempotency_key,
             batch=batch,
-            base_url=base_url_of(request),
         )
     except (BatchRefused, BillingError) as refused:
         messages.error(request, f"The file was not sent: {refused}")

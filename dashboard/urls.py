@@ -5,7 +5,18 @@ from django.urls import path
 
 from dashboard import webhooks
 from dashboard.uploads import orders_upload, orders_upload_template
-from dashboard.views import access, keys, money, notifications, onboarding, orders, sandbox
+from dashboard.views import (
+    access,
+    booking,
+    keys,
+    money,
+    notifications,
+    onboarding,
+    orders,
+    places,
+    sandbox,
+    suppressions,
+)
 
 app_name = "dashboard"
 
@@ -55,7 +66,14 @@ urlpatterns = [
     ),
     # Recipient notifications (dashboard/views/notifications.py).
     path("notifications/", notifications.notifications, name="notifications"),
+    path("notifications/languages/", notifications.languages, name="languages"),
     path("notifications/log/", notifications.notification_log, name="notification_log"),
+    path("notifications/suppressions/", suppressions.suppressions, name="suppressions"),
+    path(
+        "notifications/suppressions/<int:pk>/lift/",
+        suppressions.suppression_lift,
+        name="suppression_lift",
+    ),
     # Money.
     path("wallet/", money.wallet, name="wallet"),
     path("wallet/sandbox-top-up/", money.sandbox_wallet_top_up, name="sandbox_top_up"),
@@ -69,6 +87,16 @@ urlpatterns = [
     path("orders/<uuid:pk>/cancel/", orders.order_cancel, name="order_cancel"),
     path("orders/<uuid:pk>/edit/", orders.order_edit, name="order_edit"),
     path("orders/<uuid:pk>/label.pdf", orders.order_label, name="order_label"),
+    # New delivery: booking by hand (dashboard/views/booking.py), from saved pickup places.
+    path("orders/new/", booking.new_delivery, name="new_delivery"),
+    path("orders/new/quote/", booking.delivery_quote, name="delivery_quote"),
+    path("orders/new/geocode/", booking.delivery_geocode, name="delivery_geocode"),
+    path("orders/new/recipients/", booking.delivery_recipients, name="delivery_recipients"),
+    path("orders/new/<uuid:pk>/", booking.delivery_booked, name="delivery_booked"),
+    path("pickup-places/", places.pickup_places, name="pickup_places"),
+    path("pickup-places/new/", places.pickup_place_form, name="pickup_place_new"),
+    path("pickup-places/<uuid:pk>/", places.pickup_place_form, name="pickup_place"),
+    path("pickup-places/<uuid:pk>/delete/", places.pickup_place_delete, name="pickup_place_delete"),
     # Orders from a spreadsheet (dashboard/uploads.py).
     path("orders/upload/", orders_upload, name="orders_upload"),
     path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),

@@ -1,8 +1,9 @@
-"""The dispatcher (docs/contract.md §21, docs/dispatch.md): every live order waiting for a
-courier is offered to the nearest eligible one.
+"""The one-order-at-a-time dispatcher (docs/dispatch.md): every live order waiting for a
+courier is offered to the nearest free eligible one. It is the benchmark's baseline
+(DISPATCH_PLANNER "nearest"); its steps 1-6 are the planner's too (dispatch/planner.py).
 
-One run (a periodic job, every DISPATCH_EVERY in core/schedule.py, on whichever worker takes
-the slot; several may run at once) does, set-based, whatever the number of orders:
+One run (the periodic job of core/schedule.py, on whichever worker takes the slot; several
+may run at once) does, set-based, whatever the number of orders:
 
 1. expires the open offers whose time is up (their orders wait again);
 2. closes the waiting orders with nothing left to carry (every drop cancelled);
@@ -38,6 +39,7 @@ from django.utils import timezone
 
 from accounts.models import Environment
 from billing.custody import couriers_over_cash_limit
+from core.ids import uuid7
 from core.rows import Shape
 from dispatch.models import Offer, OfferStatus
 from geo.geometry import DistancesFrom
@@ -82,14 +84,10 @@ def dispatch_waiting(*, now: datetime | None = None, limit: int = 2000) -> Run:
     run = Run(expired=expire_offers(now))
     run.closed = close_orders_with_nothing_to_carry()
     with transaction.atomic():
-        orders = lock_waiting_orders(limit)
+        orders, run.flagged = take_waiting(now, limit)
         run.waiting = len(orders)
         if not orders:
             return run
-        run.flagged = flag_overdue(orders, now)
-        unsequenced = [o.pk for o in orders if not o.sequenced]
-        if unsequenced:
-            sequence_orders(unsequenced, now=now)
         waiting = waiting_of(orders)
         couriers = lock_candidates(waiting, now)
         run.candidates = len(couriers)
@@ -99,6 +97,20 @@ def dispatch_waiting(*, now: datetime | None = None, limit: int = 2000) -> Run:
         run.offers = match(waiting, couriers, tried=tried_pairs(orders), now=now, over_limit=over)
         Offer.objects.bulk_create(run.offers)
     return run
+
+
+def take_waiting(now: datetime, limit: int) -> tuple[list[Order], int]:
+    """Steps 3-5, in the caller's transaction: the waiting orders this run takes (locked),
+    the overdue among them flagged, those without stop order sequenced; and how many were
+    flagged."""
+    orders = lock_waiting_orders(limit)
+    if not orders:
+        return orders, 0
+    flagged = flag_overdue(orders, now)
+    unsequenced = [o.pk for o in orders if not o.sequenced]
+    if unsequenced:
+        sequence_orders(unsequenced, now=now)
+    return orders, flagged
 
 
 def expire_offers(now: datetime) -> int:
@@ -190,13 +202,19 @@ def waiting_of(orders: list[Order]) -> list[Waiting]:
 
 # A courier who may be offered an order, as the matching reads them.
 CANDIDATE = Shape(
-    "Candidate", courier_id="pk", vehicle="vehicle", lat="position__lat", long="position__long"
+    "Candidate",
+    courier_id="pk",
+    vehicle="vehicle",
+    lat="position__lat",
+    long="position__long",
+    shift_ends_at="shift_ends_at",
 )
 
 
-def lock_candidates(waiting: list[Waiting], now: datetime) -> list:
+def lock_candidates(waiting: list[Waiting], now: datetime, *, with_runs: bool = False) -> list:
     """Every courier who may be offered one of these orders (CANDIDATE rows): one query over
-    the position index's box around all the pickups."""
+    the position index's box around all the pickups. Without `with_runs`, only those holding
+    no route (one order at a time)."""
     radius = settings.DISPATCH_RADIUS_KM
     lats = [w.lat for w in waiting]
     longs = [w.long for w in waiting]
@@ -217,8 +235,11 @@ def lock_candidates(waiting: list[Waiting], now: datetime) -> list:
         .objects.filter(Exists(inside), online=True, active=True)
         .filter(is_sandbox_test_driver=False)
         .exclude(Exists(holds_offer))
-        .exclude(Exists(holds_route))
-        .select_for_update(skip_locked=True, of=("self",))
+    )
+    if not with_runs:
+        couriers = couriers.exclude(Exists(holds_route))
+    couriers = (
+        couriers.select_for_update(skip_locked=True, of=("self",))
         .order_by("pk")
         .values_list(*CANDIDATE.expressions)
     )
@@ -269,8 +290,11 @@ def match(
             continue
         nearest = int(np.argmin(np.where(usable, km, np.inf)))
         free[nearest] = False
+        offer_id = uuid7()  # an offer of one order: its own bundle
         offers.append(
             Offer(
+                id=offer_id,
+                bundle=offer_id,
                 order_id=order.order_id,
                 courier_id=ids[nearest],
                 status=OfferStatus.OFFERED,

@@ -1,9 +1,12 @@
-"""Offers (docs/contract.md §21): an order offered to one courier at a time, for OFFER_SECONDS.
+"""Offers (docs/contract.md §21): what the plan adds to a courier's run, offered to them for
+OFFER_SECONDS.
 
-The database holds the rules the dispatcher and the couriers race on: an order has at most
-one offer open or accepted, a courier holds at most one open offer, and an order is offered
-to a courier at most once. Two workers or two phones that both try get an IntegrityError or
-find the row already moved, never two couriers on one order.
+An offer is one row per order it adds, sharing a `bundle` (the offer's id, as the courier
+sees it); the bundle's first row is its `lead` and carries the run's new stop order and the
+extra time. The database holds the rules the planners and the couriers race on: an order has
+at most one offer open or accepted, a courier holds at most one open offer (one open lead),
+and an order is offered to a courier at most once. Two workers or two phones that both try
+get an IntegrityError or find the row already moved, never two couriers on one order.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ class Offer(models.Model):
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     answered_at = models.DateTimeField(null=True, blank=True)
+    # The offer as the courier answers it: every row of one offer shares its bundle (the
+    # lead's own id); only the lead holds the run's new order of stops
+    # ([{kind, pass_order_id, drop_id}], orders/runs.py) and the minutes it adds.
+    bundle = models.UUIDField(db_index=True)
+    lead = models.BooleanField(default=True, db_default=True)
+    stops = models.JSONField(null=True, blank=True)
+    extra_seconds = models.IntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -47,7 +57,7 @@ class Offer(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["courier"],
-                condition=Q(status=OfferStatus.OFFERED),
+                condition=Q(status=OfferStatus.OFFERED, lead=True),
                 name="offer_one_open_per_courier",
             ),
         ]
@@ -61,3 +71,8 @@ class Offer(models.Model):
 
     def __str__(self) -> str:
         return f"offer of {self.order_id} to {self.courier_id} ({self.status})"
+
+    def save(self, *args, **kwargs):
+        if self.bundle is None:  # an offer of one order is its own bundle
+            self.bundle = self.id
+        super().save(*args, **kwargs)

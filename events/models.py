@@ -70,10 +70,8 @@ class WebhookEndpoint(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True)
     failing_since = models.DateTimeField(null=True, blank=True)
     # After an attempt timed out nothing is sent to this endpoint until then (one probe
-    # then), so a hanging receiver holds a worker for one timeout per pause, not per event.
+    # then), so a hanging receiver holds a socket for one timeout per pause, not per event.
     paused_until = models.DateTimeField(null=True, blank=True)
-    # Set while a worker sends to this endpoint (one at a time); a lease, in case it dies.
-    sending_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -104,6 +102,9 @@ class Delivery(models.Model):
     )
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # While a sender holds it (its attempt in flight, or waiting for its drop's): a lease, so
+    # that what a killed worker held comes back; counted against the endpoint's share.
+    claimed_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -117,6 +118,12 @@ class Delivery(models.Model):
                 name="delivery_due",
             ),
             models.Index(fields=["endpoint", "created_at"], name="delivery_log"),
+            # An endpoint's claimed deliveries, counted against its share (few at a time).
+            models.Index(
+                fields=["endpoint", "claimed_until"],
+                condition=Q(claimed_until__isnull=False),
+                name="delivery_claimed",
+            ),
             # A sender claims one endpoint's pending deliveries in creation order.
             models.Index(
                 # In creation order; "is it due?" is read from the index alone.

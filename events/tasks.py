@@ -26,8 +26,9 @@ def send_due_deliveries(endpoint_id: str) -> int:
 
 
 def send_due_deliveries_of(endpoint_id) -> int:
-    """What the task runs: send (events.delivery.send_due), then ask for the tasks that go
-    on from it; how many attempts were made."""
+    """What the task runs: in a task worker, wake the worker's sender (events.delivery,
+    `send_due`); elsewhere send here, then ask for the tasks that go on from it. How many
+    attempts were made here."""
     sent = send_due(endpoint_id)
     for next_task in sent.next_tasks:
         ask_for(next_task)

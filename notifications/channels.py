@@ -35,6 +35,8 @@ class Outgoing:
     to: str
     subject: str
     body: str
+    # An email's one-click unsubscribe link (RFC 8058), sent in its headers and under its text.
+    unsubscribe_url: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,11 @@ class EmailSender:
             to=[message.to],
             connection=connection,
         )
+        if message.unsubscribe_url:
+            # One click in the mail client unsubscribes (RFC 8058: a POST to the link).
+            email.extra_headers["List-Unsubscribe"] = f"<{message.unsubscribe_url}>"
+            email.extra_headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+            email.body += f"\n\n--\nTo get no more of these emails: {message.unsubscribe_url}"
         try:
             email.send()
         except smtplib.SMTPRecipientsRefused as exc:

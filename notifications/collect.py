@@ -70,6 +70,7 @@ class Call:
     tracking_url: str
     eta: str | None  # the ETA's drop-off time, as wire text
     reference: str
+    language: str | None  # the drop's recipient_language; None: the business's (§26)
 
 
 def collect(*, now: datetime) -> int:
@@ -179,6 +180,7 @@ def _status_call(event: _Read) -> Call:
         tracking_url=data.get("tracking_url") or "",
         eta=(data.get("eta") or {}).get("dropoff_at"),
         reference=data.get("client_order_id") or "",
+        language=data.get("recipient_language"),
     )
 
 
@@ -198,7 +200,7 @@ def _nearby_calls(events: list[_Read]) -> list[Call]:
     places = {
         str(pk): row
         for pk, *row in Drop.objects.filter(pk__in=ids).values_list(
-            "pk", "lat", "long", "recipient_name", "recipient_phone"
+            "pk", "lat", "long", "recipient_name", "recipient_phone", "recipient_language"
         )
     }
     links = dict(zip(ids, tracking_tokens(ids), strict=True))
@@ -208,7 +210,7 @@ def _nearby_calls(events: list[_Read]) -> list[Call]:
         position, place = event.data["courier"]["position"], places.get(drop["drop_id"])
         if place is None:
             continue
-        lat, long, name, phone = place
+        lat, long, name, phone, language = place
         if haversine_km(position["lat"], position["long"], lat, long) > near_km:
             continue
         calls.append(
@@ -223,49 +225,68 @@ def _nearby_calls(events: list[_Read]) -> list[Call]:
                 tracking_url=tracking_url(links[drop["drop_id"]]),
                 eta=(drop.get("eta") or {}).get("dropoff_at"),
                 reference=drop.get("client_order_id") or "",
+                language=language,
             )
         )
     return calls
 
 
 def _messages(calls: list[Call], now: datetime) -> list[Message]:
-    """A message per call and channel the business opted into for its kind, with an address;
-    three queries at most whatever the numbers (the templates on, the businesses' names,
-    the recipients' emails when an email is called for)."""
+    """A message per call and channel the business opted into for its kind, with an address,
+    in the recipient's language; three queries at most whatever the numbers (the templates
+    on, the businesses' names and languages, the recipients' emails when an email is called
+    for)."""
     if not calls:
         return []
     business_ids = {call.business_id for call in calls}
-    templates: dict[tuple, list[NotificationTemplate]] = {}
-    for template in NotificationTemplate.objects.filter(business_id__in=business_ids, enabled=True):
-        key = (template.business_id, template.environment, template.kind)
-        templates.setdefault(key, []).append(template)
-    names = dict(Business.objects.filter(pk__in=business_ids).values_list("pk", "name"))
+    templates = _templates_on(business_ids)
+    businesses = {
+        pk: (name, language)
+        for pk, name, language in Business.objects.filter(pk__in=business_ids).values_list(
+            "pk", "name", "recipient_language"
+        )
+    }
     emails = _emails(calls, templates)
     messages = []
     for call in calls:
+        name, business_language = businesses.get(call.business_id, ("", "en"))
+        language = call.language or business_language
         values = texts.variables(
-            business_name=names.get(call.business_id, ""),
+            business_name=name,
             recipient_name=call.recipient_name,
             tracking_url=call.tracking_url,
             eta=call.eta,
             reference=call.reference,
         )
-        for template in templates.get((call.business_id, call.environment, call.kind), ()):
-            to = call.phone if template.channel == Channel.SMS else emails.get(call.drop_id)
+        channels = templates.get((call.business_id, call.environment, call.kind), {})
+        for channel, rows in channels.items():
+            to = call.phone if channel == Channel.SMS else emails.get(call.drop_id)
             if not to:
                 continue  # no address on this channel: nothing to send, nothing to log
-            messages.append(_message(call, template, to, values, now))
+            text = rows.get(language) or texts.default_text(channel, call.kind, language)
+            messages.append(_message(call, channel, text, to, values, now))
     return messages
 
 
-def _emails(calls: list[Call], templates: dict[tuple, list]) -> dict[str, str]:
+def _templates_on(business_ids: set) -> dict[tuple, dict[str, dict[str, texts.Text]]]:
+    """By (business, environment, kind): the channels switched on, each with its texts by
+    language (a language without its own row is sent our default text in it)."""
+    on: dict[tuple, dict[str, dict[str, texts.Text]]] = {}
+    rows = NotificationTemplate.objects.filter(business_id__in=business_ids, enabled=True)
+    for template in rows:
+        key = (template.business_id, template.environment, template.kind)
+        by_language = on.setdefault(key, {}).setdefault(template.channel, {})
+        by_language[template.language] = texts.Text(template.subject, template.body)
+    return on
+
+
+def _emails(calls: list[Call], templates: dict[tuple, dict]) -> dict[str, str]:
     """The recipients' emails (orders.Drop.recipient_email) of the calls an email template
     answers, by drop id; none is asked for when no email is on."""
     wanted = {
         call.drop_id
         for call in calls
-        for template in templates.get((call.business_id, call.environment, call.kind), ())
-        if template.channel == Channel.EMAIL
+        if Channel.EMAIL in templates.get((call.business_id, call.environment, call.kind), {})
     }
     if not wanted:
         return {}
@@ -273,7 +294,9 @@ def _emails(calls: list[Call], templates: dict[tuple, list]) -> dict[str, str]:
     return {str(pk): email for pk, email in rows.values_list("pk", "recipient_email")}
 
 
-def _message(call: Call, template, to: str, values: dict, now: datetime) -> Message:
+def _message(
+    call: Call, channel: str, text: texts.Text, to: str, values: dict, now: datetime
+) -> Message:
     return Message(
         business_id=call.business_id,
         environment=call.environment,
@@ -281,10 +304,10 @@ def _message(call: Call, template, to: str, values: dict, now: datetime) -> Mess
         drop_id=call.drop_id,
         client_order_id=call.reference[:100],
         kind=call.kind,
-        channel=template.channel,
+        channel=channel,
         to=to[:254],
-        subject=texts.render(template.subject, values)[:200],
-        body=texts.render(template.body, values),
+        subject=texts.render(text.subject, values)[:200],
+        body=texts.render(text.body, values),
         created_at=now,
         next_attempt_at=now,
     )

@@ -7,6 +7,7 @@ first called for it; its row is the truth of what was sent, like a webhook deliv
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -28,15 +29,21 @@ class Channel(models.TextChoices):
 
 
 class NotificationTemplate(models.Model):
-    """One (channel, kind) of a business's environment: opted in or not, and its text.
+    """One (channel, kind) of a business's environment in one language: opted in or not, and
+    its text in that language.
 
-    No row is the default: off, with the default text (notifications/texts.py).
+    No row is the default: off, with the default text (notifications/texts.py). A (channel,
+    kind) is on when any of its languages' rows is (notifications.services keeps them
+    alike); a language with no row of its own is sent the default text in that language.
     """
 
     business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE)
     environment = models.CharField(max_length=10, choices=Environment.choices)
     channel = models.CharField(max_length=10, choices=Channel.choices)
     kind = models.CharField(max_length=20, choices=Kind.choices)
+    language = models.CharField(
+        max_length=5, choices=settings.LANGUAGES, default="en", db_default="en"
+    )
     enabled = models.BooleanField(default=False)
     subject = models.CharField(max_length=200, blank=True)  # email only
     body = models.TextField(max_length=2000)
@@ -45,13 +52,13 @@ class NotificationTemplate(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["business", "environment", "channel", "kind"],
+                fields=["business", "environment", "channel", "kind", "language"],
                 name="notification_template_once",
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.business_id} {self.environment} {self.channel} {self.kind}"
+        return f"{self.business_id} {self.environment} {self.channel} {self.kind} {self.language}"
 
 
 class NotificationFeed(models.Model):
@@ -85,6 +92,7 @@ class MessageStatus(models.TextChoices):
     SANDBOX = "SANDBOX"  # a sandbox message: logged, never sent
     THROTTLED = "THROTTLED"  # the recipient had NOTIFY_PER_RECIPIENT_PER_HOUR already
     FAILED = "FAILED"  # refused, out of attempts, or its worker died mid-send (at most once)
+    SUPPRESSED = "SUPPRESSED"  # the recipient asked the business to stop (a Suppression)
 
 
 class Message(models.Model):
@@ -140,3 +148,50 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.channel} to {self.to} ({self.status})"
+
+
+class OptOut(models.TextChoices):
+    """How a recipient asked a business to stop."""
+
+    SMS_STOP = "sms_stop", "Replied STOP"
+    EMAIL_UNSUBSCRIBE = "email_unsubscribe", "Unsubscribed from an email"
+
+
+class Suppression(models.Model):
+    """A recipient who asked one business to stop: nothing more goes to the address on the
+    channel from that business (any environment) while the row is not lifted.
+
+    Lifted rows stay, with how the recipient consented again: the history of their consent.
+    Addresses are stored as messages are (E.164 phones; emails lower-cased).
+    """
+
+    business = models.ForeignKey("accounts.Business", on_delete=models.CASCADE)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    address = models.CharField(max_length=254)
+    source = models.CharField(max_length=20, choices=OptOut.choices)
+    created_at = models.DateTimeField()
+    lifted_at = models.DateTimeField(null=True, blank=True)
+    # The recipient's consent to hear again: "START by SMS", or what the dashboard user noted.
+    lifted_note = models.CharField(max_length=500, blank=True)
+    lifted_by = models.CharField(max_length=254, blank=True)  # the dashboard user, if any
+    # The email whose unsubscribe link made it (Message.pk, not a key: the log is purged):
+    # a link works once.
+    from_message_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "channel", "address"],
+                condition=Q(lifted_at__isnull=True),
+                name="suppression_once",
+            ),
+            models.UniqueConstraint(fields=["from_message_id"], name="suppression_link_once"),
+        ]
+        indexes = [models.Index(fields=["channel", "address"], name="suppression_address")]
+
+    def __str__(self) -> str:
+        return f"{self.business_id} {self.channel} {self.address}"
+
+    @property
+    def active(self) -> bool:
+        return self.lifted_at is None

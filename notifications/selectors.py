@@ -26,23 +26,29 @@ class TemplateView:
         return f"{self.channel}-{self.kind}"
 
 
-def templates_of(*, business: Business, environment: str) -> list[TemplateView]:
-    """Every (channel, kind), SMS first, in the order of a delivery."""
-    stored = {
-        (t.channel, t.kind): t
-        for t in NotificationTemplate.objects.filter(business=business, environment=environment)
-    }
+def templates_of(
+    *, business: Business, environment: str, language: str = "en"
+) -> list[TemplateView]:
+    """Every (channel, kind) with its text in `language`, SMS first, in the order of a
+    delivery; on when any language's row of it is (they are kept alike)."""
+    stored: dict[tuple, NotificationTemplate] = {}
+    enabled: set[tuple] = set()
+    for t in NotificationTemplate.objects.filter(business=business, environment=environment):
+        if t.enabled:
+            enabled.add((t.channel, t.kind))
+        if t.language == language:
+            stored[t.channel, t.kind] = t
     views = []
     for channel in (Channel.SMS, Channel.EMAIL):
         for kind in Kind:
+            on = (channel, kind) in enabled
             template = stored.get((channel, kind))
-            if template is None:
-                default = texts.default_text(channel, kind)
-                views.append(TemplateView(channel, kind, False, default.subject, default.body))
-            else:
-                views.append(
-                    TemplateView(channel, kind, template.enabled, template.subject, template.body)
-                )
+            text = (
+                texts.default_text(channel, kind, language)
+                if template is None
+                else texts.Text(template.subject, template.body)
+            )
+            views.append(TemplateView(channel, kind, on, text.subject, text.body))
     return views
 
 

@@ -31,7 +31,8 @@ from django_tasks_db.utils import exclusive_transaction
 from accounts.models import Environment
 from core import stopping
 from notifications.channels import Outcome, Outgoing, sender_for
-from notifications.models import Message, MessageStatus
+from notifications.models import Channel, Message, MessageStatus
+from notifications.optout import is_suppressed, suppressed_among, unsubscribe_url
 
 # Messages per claim. Outcomes are recorded per claim (one statement), so a worker killed
 # mid-claim leaves at most this many FAILED as "may have been sent", some never tried.
@@ -65,13 +66,19 @@ def send_due() -> int:
         for message in sending:
             by_channel[message.channel].append(message)
         for channel, messages in by_channel.items():
-            outgoing = [Outgoing(m.to, m.subject, m.body) for m in messages]
+            outgoing = [_outgoing(m) for m in messages]
             record(messages, sender_for(channel).send(outgoing))
     return total
 
 
+def _outgoing(message: Message) -> Outgoing:
+    link = unsubscribe_url(message) if message.channel == Channel.EMAIL else ""
+    return Outgoing(message.to, message.subject, message.body, unsubscribe_url=link)
+
+
 def claim(*, now: datetime) -> list[Message]:
-    """Take up to CLAIM_AT_MOST due messages: each is then SENDING (to send now), SANDBOX or
+    """Take up to CLAIM_AT_MOST due messages: each is then SENDING (to send now), SANDBOX,
+    SUPPRESSED (its recipient asked the business to stop: notifications.optout) or
     THROTTLED. One short transaction: the rows (SKIP LOCKED), the recipients' locks, one
     count of their last hour, one update."""
     with exclusive_transaction():  # on SQLite, which ignores FOR UPDATE: one claimer at a time
@@ -86,9 +93,14 @@ def claim(*, now: datetime) -> list[Message]:
         _lock_recipients(recipients)
         sent = _sent_last_hour(recipients, now)
         allowed = settings.NOTIFY_PER_RECIPIENT_PER_HOUR
+        suppressed = suppressed_among(messages)
         for message in messages:
             key = _recipient(message)
             message.claimed_at, message.attempts = now, message.attempts + 1
+            if is_suppressed(message, suppressed):
+                message.status, message.next_attempt_at = MessageStatus.SUPPRESSED, None
+                message.error = "The recipient asked this business to stop messages."
+                continue
             if sent[key] >= allowed:
                 message.status, message.next_attempt_at = MessageStatus.THROTTLED, None
                 message.error = f"The recipient had {allowed} messages in the last hour."

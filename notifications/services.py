@@ -29,10 +29,16 @@ class TemplateIn:
 
 
 def save_templates(
-    *, business: Business, environment: str, templates: Sequence[TemplateIn], now: datetime
+    *,
+    business: Business,
+    environment: str,
+    templates: Sequence[TemplateIn],
+    now: datetime,
+    language: str = "en",
 ) -> None:
-    """Store the templates (raises texts.TemplateError on a bad one, storing nothing) and
-    switch the feed on while any is on.
+    """Store the templates' texts in `language` (raises texts.TemplateError on a bad one,
+    storing nothing), each one's switch for every language alike, and switch the feed on
+    while any is on.
 
     A feed switched on starts reading at the events already written: turning notifications
     on never sends for what happened before.
@@ -48,6 +54,7 @@ def save_templates(
                     environment=environment,
                     channel=t.channel,
                     kind=t.kind,
+                    language=language,
                     enabled=t.enabled,
                     subject=t.subject,
                     body=t.body,
@@ -56,9 +63,13 @@ def save_templates(
                 for t in templates
             ],
             update_conflicts=True,
-            unique_fields=["business", "environment", "channel", "kind"],
+            unique_fields=["business", "environment", "channel", "kind", "language"],
             update_fields=["enabled", "subject", "body", "updated_at"],
         )
+        for t in templates:  # on or off is one switch for the recipients of every language
+            NotificationTemplate.objects.filter(
+                business=business, environment=environment, channel=t.channel, kind=t.kind
+            ).exclude(enabled=t.enabled).update(enabled=t.enabled, updated_at=now)
         active = NotificationTemplate.objects.filter(
             business=business, environment=environment, enabled=True
         ).exists()

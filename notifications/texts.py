@@ -14,43 +14,58 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
 
 from notifications.models import Channel, Kind
 
 VARIABLES: dict[str, str] = {
-    "business_name": "Your business's name",
-    "recipient_name": "The recipient's name, as on the order",
-    "recipient_first_name": "The recipient's first name",
-    "tracking_url": "The order's tracking page (its tracking_url)",
-    "eta": "The expected drop-off time, local (HH:MM), or empty",
-    "client_reference": "Your client_order_id of the order",
+    "business_name": _("Your business's name"),
+    "recipient_name": _("The recipient's name, as on the order"),
+    "recipient_first_name": _("The recipient's first name"),
+    "tracking_url": _("The order's tracking page (its tracking_url)"),
+    "eta": _("The expected drop-off time, local (HH:MM), or empty"),
+    "client_reference": _("Your client_order_id of the order"),
 }
 
-SMS_MAX_CHARS = 480  # three SMS segments at most
+SMS_MAX_CHARS = 480  # three SMS segments at most (a Khmer SMS is UCS-2: fewer characters each)
 
+# The default texts, in every language of settings.LANGUAGES through the catalogues
+# (locale/): a business's own texts are stored per language (NotificationTemplate.language).
 _SUBJECTS = {
-    Kind.DISPATCHED: "Your {business_name} order is on its way",
-    Kind.NEARBY: "Your {business_name} courier is nearby",
-    Kind.DELIVERED: "Your {business_name} order was delivered",
-    Kind.FAILED: "We could not deliver your {business_name} order",
+    Kind.DISPATCHED: _("Your {business_name} order is on its way"),
+    Kind.NEARBY: _("Your {business_name} courier is nearby"),
+    Kind.DELIVERED: _("Your {business_name} order was delivered"),
+    Kind.FAILED: _("We could not deliver your {business_name} order"),
 }
 _SMS = {
-    Kind.DISPATCHED: "{business_name}: your order is on its way, expected at {eta}. "
-    "Track it: {tracking_url}",
-    Kind.NEARBY: "{business_name}: your courier is nearby. Track it: {tracking_url}",
-    Kind.DELIVERED: "{business_name}: your order {client_reference} was delivered. Thank you!",
-    Kind.FAILED: "{business_name}: we could not deliver your order {client_reference} today. "
-    "Details: {tracking_url}",
+    Kind.DISPATCHED: _(
+        "{business_name}: your order is on its way, expected at {eta}. Track it: {tracking_url}"
+    ),
+    Kind.NEARBY: _("{business_name}: your courier is nearby. Track it: {tracking_url}"),
+    Kind.DELIVERED: _("{business_name}: your order {client_reference} was delivered. Thank you!"),
+    Kind.FAILED: _(
+        "{business_name}: we could not deliver your order {client_reference} today. "
+        "Details: {tracking_url}"
+    ),
 }
 _EMAIL = {
-    Kind.DISPATCHED: "Hello {recipient_first_name},\n\nYour order {client_reference} from "
-    "{business_name} is on its way and expected at {eta}.\nFollow it here: {tracking_url}\n",
-    Kind.NEARBY: "Hello {recipient_first_name},\n\nThe courier with your order "
-    "{client_reference} from {business_name} is nearby.\nFollow it here: {tracking_url}\n",
-    Kind.DELIVERED: "Hello {recipient_first_name},\n\nYour order {client_reference} from "
-    "{business_name} was delivered.\nThank you!\n",
-    Kind.FAILED: "Hello {recipient_first_name},\n\nWe could not deliver your order "
-    "{client_reference} from {business_name}.\nDetails: {tracking_url}\n",
+    Kind.DISPATCHED: _(
+        "Hello {recipient_first_name},\n\nYour order {client_reference} from "
+        "{business_name} is on its way and expected at {eta}.\nFollow it here: {tracking_url}\n"
+    ),
+    Kind.NEARBY: _(
+        "Hello {recipient_first_name},\n\nThe courier with your order "
+        "{client_reference} from {business_name} is nearby.\nFollow it here: {tracking_url}\n"
+    ),
+    Kind.DELIVERED: _(
+        "Hello {recipient_first_name},\n\nYour order {client_reference} from "
+        "{business_name} was delivered.\nThank you!\n"
+    ),
+    Kind.FAILED: _(
+        "Hello {recipient_first_name},\n\nWe could not deliver your order "
+        "{client_reference} from {business_name}.\nDetails: {tracking_url}\n"
+    ),
 }
 
 
@@ -60,10 +75,12 @@ class Text:
     body: str
 
 
-def default_text(channel: str, kind: str) -> Text:
-    if channel == Channel.SMS:
-        return Text("", _SMS[Kind(kind)])
-    return Text(_SUBJECTS[Kind(kind)], _EMAIL[Kind(kind)])
+def default_text(channel: str, kind: str, language: str = "en") -> Text:
+    """Our text of (channel, kind) in `language` (English where the catalogue has none)."""
+    with translation.override(language):
+        if channel == Channel.SMS:
+            return Text("", str(_SMS[Kind(kind)]))
+        return Text(str(_SUBJECTS[Kind(kind)]), str(_EMAIL[Kind(kind)]))
 
 
 class TemplateError(ValueError):
@@ -76,7 +93,7 @@ def check(template: str) -> None:
         parts = list(string.Formatter().parse(template))
     except ValueError as exc:
         raise TemplateError(f"{exc} (write {{{{ and }}}} for a brace).") from None
-    for _, name, spec, conversion in parts:
+    for _text, name, spec, conversion in parts:
         if name is None:
             continue
         if name not in VARIABLES:

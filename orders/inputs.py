@@ -21,6 +21,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from core.api import ApiError, validation_error
+from core.languages import codes
 from core.serializers import Input, QueryNumber
 from core.shapes import (
     REQUIRED,
@@ -57,6 +58,7 @@ MAX_NOTES = 500  # the courier's instructions (docs/contract.md §17)
 # The recipient's email, for the business's notifications (docs/notifications.md).
 MAX_EMAIL = 254
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+RECIPIENT_LANGUAGES = codes()  # settings.LANGUAGES (docs/contract.md §26)
 UNDELIVERABLE_ACTIONS = ("return", "dispose")  # docs/contract.md §19; the first is the default
 # A parcel (docs/contract.md §18): every field optional; size S and 1 kg when not said.
 PARCEL_SIZES = tuple(ParcelSize.values)
@@ -111,6 +113,9 @@ class DropIn:
     # "dropoff_verification": {"scan": true, "signature": true} (docs/contract.md §24)
     wants_scan: bool = False
     wants_signature: bool = False
+    # "recipient_language": the recipient's page and messages (docs/contract.md §26); None:
+    # the business's setting.
+    language: str | None = None
 
     @property
     def parcel_size(self) -> str:
@@ -598,6 +603,7 @@ def _drop(
     undeliverable_action,
     parcel,
     cod,
+    recipient_language,
 ) -> DropIn:
     name, phone, place, email = dropoff
     pin, scan, signature = dropoff_verification
@@ -617,6 +623,7 @@ def _drop(
         email,
         scan,
         signature,
+        recipient_language,
     )
 
 
@@ -687,6 +694,13 @@ DROP = Shape(
             "cod",
             CashOnDelivery(COD, 'Must be an object such as {"amount": "12.50"}.'),
             help="Cash to collect at the door (§18).",
+        ),
+        ShapeField(
+            "recipient_language",
+            Choice(RECIPIENT_LANGUAGES),
+            help="km or en: the language of the recipient's tracking page and messages "
+            "(docs/contract.md §26). Absent or null: the business's setting (km unless "
+            "changed). Echoed in tracking entries as sent.",
         ),
     ],
     stops="dropoff",  # without a recipient, the rest of the drop is not read

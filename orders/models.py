@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
@@ -213,6 +214,10 @@ class Order(models.Model):
     # drives it (every drop cancelled): done, it leaves the waiting orders' index.
     dispatch_flagged_at = models.DateTimeField(null=True, blank=True)
     dispatch_closed = models.BooleanField(default=False, db_default=False)
+    # The courier's run the order is on (orders/runs.py): every order of one run shares the
+    # id while the run has a stop to do; and where the pickup stands in the run's order.
+    run_id = models.UUIDField(null=True, blank=True)
+    pickup_run_position = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -266,6 +271,10 @@ class Drop(models.Model):
     recipient_phone = models.CharField(max_length=20)
     # Optional, for the business's email notifications (docs/notifications.md); null when none.
     recipient_email = models.CharField(max_length=254, null=True, blank=True)  # noqa: DJ001
+    # "km" or "en" as the caller sent it (docs/contract.md §26); none: the business's setting.
+    recipient_language = models.CharField(  # noqa: DJ001
+        max_length=5, choices=settings.LANGUAGES, null=True, blank=True
+    )
     lat = models.FloatField()
     long = models.FloatField()
     address = models.JSONField(null=True, blank=True)
@@ -310,6 +319,9 @@ class Drop(models.Model):
     # Set before the offer (orders/stops.py); none until then.
     stop_sequence = models.PositiveSmallIntegerField(null=True, blank=True)
     route_km = models.FloatField(null=True, blank=True)
+    # Where the drop stands in its courier's run (orders/runs.py), other orders' stops
+    # included: written by the planner's accepted offer or a hand assignment.
+    run_position = models.PositiveIntegerField(null=True, blank=True)
     # The promise to the recipient and the word to the courier (docs/contract.md §17).
     window_start = models.DateTimeField(null=True, blank=True)
     window_end = models.DateTimeField(null=True, blank=True)

@@ -84,6 +84,7 @@ class DropRow(NamedTuple):
     # docs/contract.md §24: the courier's moves carry the label's code, the recipient signs.
     needs_scan: bool = False
     needs_signature: bool = False
+    recipient_language: str | None = None  # as sent; none: the business's (§26)
 
 
 class Decided(NamedTuple):
@@ -186,6 +187,7 @@ def drop_row(accepted: Decided, shared: BatchShared) -> DropRow:
         recipient_email=drop.email,
         needs_scan=drop.wants_scan,
         needs_signature=drop.wants_signature,
+        recipient_language=drop.language,
         short_code=accepted.short_code,
         **(window_columns(decision) if drop.window is not None else {}),
         **(carried(decision) if drop.parcel is not None or drop.cod is not None else {}),

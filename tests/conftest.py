@@ -84,6 +84,10 @@ EMBEDDED = (
     "tests/couriers/test_pages.py",
     "tests/couriers/test_offer_pages.py",
     "tests/couriers/test_locations.py",
+    "tests/couriers/test_runs.py",
+    "tests/dispatch/test_planner.py",
+    "tests/dispatch/test_run_eta.py",
+    "tests/dashboard/test_new_delivery.py",
     "tests/dashboard/test_order_page.py",
     "tests/dashboard/test_orders_page.py",
     "tests/dashboard/test_order_edit.py",
@@ -209,12 +213,24 @@ def _tables_with_rows(connection, tables: list[str]) -> list[str]:
 ON_SQLITE = os.environ.get("TEST_DATABASE", "postgresql") == "sqlite"
 
 
+# What pytest-django reads to decide that a test needs the database.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+)
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _operator_groups_as_migrated(django_db_setup, django_db_blocker):
+def _operator_groups_as_migrated(request, django_db_setup, django_db_blocker):
     """The operators' groups as the migrations made them, read once the test database is
-    made: tests/operators.ensure_operator_groups puts them back after a flush."""
+    made: tests/operators.ensure_operator_groups puts them back after a flush. A run of
+    pure tests only (tests/dispatch/test_solver.py alone) makes no database: nothing to read."""
     from tests.operators import remember_operator_groups
 
+    if not any(
+        item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames)
+        for item in request.session.items
+    ):
+        return
     with django_db_blocker.unblock():
         remember_operator_groups()
 

@@ -28,6 +28,7 @@ TRACKING_ENTRY_KEYS = {
     "window_status",
     "notes",
     "undeliverable_action",
+    "recipient_language",
     "parcel",
     "cod",
     "price_breakdown",

@@ -7,12 +7,15 @@ make it hang (`hang()`), and read what arrived (`received`, `wait_for`).
 
 Fixtures: `webhook_receiver` (one plain-http receiver, stopped after the test) and
 `start_receiver` (as many as a test needs, e.g. a hanging one and a healthy one).
+`SilentServer` is a hostile receiver: it accepts every connection and never says a word.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import socket
 import ssl
 import threading
 import time
@@ -199,6 +202,31 @@ class WebhookReceiver:
                 pass
 
         return Handler
+
+
+class SilentServer:
+    """A TCP server on loopback that accepts every connection and never says a word."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server((HOST, 0), backlog=256)
+        self.port = self._listener.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def url(self, path: str = "/hooks") -> str:
+        return f"http://{HOST}:{self.port}{path}"
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed by stop()
+            while True:
+                connection, _ = self._listener.accept()
+                self.accepted.append(connection)  # held open, never read, never answered
+
+    def stop(self) -> None:
+        self._listener.close()
+        for connection in self.accepted:
+            connection.close()
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ LOCATION = ("dropoff.lat", "dropoff.long", "dropoff.address")
 BEFORE_PICKUP = (*LOCATION, "dropoff_window", "undeliverable_action", "parcel", "cod")
 # A drop's fields at creation that never change after it: sent unchanged they are ignored
 # (a client may send a whole drop back), sent changed they are 409 NOT_EDITABLE.
-FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario")
+FIXED = ("client_order_id", "dropoff_verification", "sandbox_scenario", "recipient_language")
 FIELDS = (*WHILE_ACTIVE, *BEFORE_PICKUP, *FIXED)
 
 _UNKNOWN = "Unknown field: a drop has no such field (docs/contract.md §17 lists what may change)."
@@ -127,6 +127,7 @@ DROP_EDIT = Shape(
         ShapeField("client_order_id", Passed(doc=serializers.CharField), null=False, help=_NEVER),
         ShapeField("dropoff_verification", Passed(doc=VERIFICATION.serializer()), help=_NEVER),
         ShapeField("sandbox_scenario", Passed(doc=serializers.CharField), help=_NEVER),
+        ShapeField("recipient_language", Passed(doc=serializers.CharField), help=_NEVER),
     ],
     doc="The fields to change, in the shape of a drop of POST /orders/bulk; only those sent.",
     unknown=_unknown,

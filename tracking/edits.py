@@ -304,6 +304,7 @@ _CURRENT = {
     ),
     # No scenario is the manual one (docs/sandbox.md): sent back as "manual", it is unchanged.
     "sandbox_scenario": lambda drop: drop.sandbox_scenario or SandboxScenario.MANUAL,
+    "recipient_language": lambda drop: drop.recipient_language,
     "parcel": lambda drop: ParcelIn(
         drop.parcel_size, drop.parcel_weight_kg, drop.parcel_description, drop.parcel_value
     ),

@@ -17,6 +17,9 @@ from zoneinfo import ZoneInfo
 
 import shapely
 from django.conf import settings
+from django.utils.formats import date_format
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext
 
 from core.formats import zone_label
 from geo.geometry import geometry_from_geojson, leaflet_polygons
@@ -33,47 +36,52 @@ TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,43}\Z")
 # Where the courier is drawn: only while one is ON_THE_WAY, with the parcel or to it.
 
 STATUS_WORDS = {
-    DropStatus.SCHEDULED: "Scheduled",
-    DropStatus.PENDING: "Waiting for a courier",
-    DropStatus.ASSIGNED: "A courier is picking it up",
-    DropStatus.PICKED_UP: "On its way",
-    DropStatus.DELIVERED: "Delivered",
-    DropStatus.FAILED: "Delivery failed",
-    DropStatus.RETURNING: "Delivery failed: returning to the sender",
-    DropStatus.RETURNED: "Returned to the sender",
-    DropStatus.CANCELLED: "Cancelled",
+    DropStatus.SCHEDULED: _("Scheduled"),
+    DropStatus.PENDING: _("Waiting for a courier"),
+    DropStatus.ASSIGNED: _("A courier is picking it up"),
+    DropStatus.PICKED_UP: _("On its way"),
+    DropStatus.DELIVERED: _("Delivered"),
+    DropStatus.FAILED: _("Delivery failed"),
+    DropStatus.RETURNING: _("Delivery failed: returning to the sender"),
+    DropStatus.RETURNED: _("Returned to the sender"),
+    DropStatus.CANCELLED: _("Cancelled"),
 }
 EVENT_WORDS = {
-    DropStatus.SCHEDULED: "Order placed, scheduled for later",
-    DropStatus.PENDING: "Order placed",
-    DropStatus.ASSIGNED: "Courier assigned",
-    DropStatus.PICKED_UP: "Picked up by the courier",
-    DropStatus.DELIVERED: "Delivered",
-    DropStatus.FAILED: "Delivery failed",
-    DropStatus.RETURNING: "On its way back to the sender",
-    DropStatus.RETURNED: "Returned to the sender",
-    DropStatus.CANCELLED: "Cancelled",
+    DropStatus.SCHEDULED: _("Order placed, scheduled for later"),
+    DropStatus.PENDING: _("Order placed"),
+    DropStatus.ASSIGNED: _("Courier assigned"),
+    DropStatus.PICKED_UP: _("Picked up by the courier"),
+    DropStatus.DELIVERED: _("Delivered"),
+    DropStatus.FAILED: _("Delivery failed"),
+    DropStatus.RETURNING: _("On its way back to the sender"),
+    DropStatus.RETURNED: _("Returned to the sender"),
+    DropStatus.CANCELLED: _("Cancelled"),
 }
 FAILURE_WORDS = {
-    FailureReason.RECIPIENT_UNAVAILABLE: "The courier could not reach the recipient.",
-    FailureReason.ADDRESS_NOT_FOUND: "The courier could not find the address.",
-    FailureReason.REFUSED: "The parcel was refused at the door.",
-    FailureReason.WRONG_PIN: "The delivery PIN was given wrong too many times.",
-    FailureReason.OTHER: "The delivery could not be completed.",
+    FailureReason.RECIPIENT_UNAVAILABLE: _("The courier could not reach the recipient."),
+    FailureReason.ADDRESS_NOT_FOUND: _("The courier could not find the address."),
+    FailureReason.REFUSED: _("The parcel was refused at the door."),
+    FailureReason.WRONG_PIN: _("The delivery PIN was given wrong too many times."),
+    FailureReason.OTHER: _("The delivery could not be completed."),
 }
 PROOF_WORDS = {
-    ProofMethod.PIN: "Confirmed with the delivery PIN",
-    ProofMethod.PHOTO: "Photo taken at the door",
-    ProofMethod.SIGNATURE: "Signed for at the door",
-    ProofMethod.NONE: "Handed over",
+    ProofMethod.PIN: _("Confirmed with the delivery PIN"),
+    ProofMethod.PHOTO: _("Photo taken at the door"),
+    ProofMethod.SIGNATURE: _("Signed for at the door"),
+    ProofMethod.NONE: _("Handed over"),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Moment:
     iso: str  # UTC wire format, for <time datetime>
-    text: str  # in the service time zone, e.g. "Mon 23 Nov, 14:05"
+    local: datetime  # in the service time zone
     zone: str  # that zone's label at that moment, e.g. "UTC+7" or "CET"
+
+    @property
+    def text(self) -> str:
+        """In the page's language, e.g. "Mon 23 Nov, 14:05" or "ច័ន្ទ 23 វិច្ឆិកា, 14:05"."""
+        return date_format(self.local, pgettext("a time on the tracking page", "D j M, H:i"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,8 @@ class Failure:
 class TrackingPage:
     status: str
     status_words: str
+    language: str | None  # the drop's recipient_language, as sent (docs/contract.md §26)
+    business_language: str  # the business's setting for its recipients
     is_active: bool
     is_sandbox: bool
     business_name: str
@@ -121,7 +131,17 @@ class TrackingPage:
 
 
 def _page_row(drops) -> tuple | None:
-    return drops.order_by().values_list("pk", "business__name", "courier_progress").first()
+    return (
+        drops.order_by()
+        .values_list(
+            "pk",
+            "business__name",
+            "courier_progress",
+            "recipient_language",
+            "business__recipient_language",
+        )
+        .first()
+    )
 
 
 def tracking_page(token: str) -> TrackingPage | None:
@@ -142,7 +162,7 @@ def tracking_page(token: str) -> TrackingPage | None:
         found = _page_row(Drop.objects.filter(pk__in=stored))
     if found is None:
         return None
-    drop_id, business_name, progress = found
+    drop_id, business_name, progress, language, business_language = found
     entry = entries_by_drop_id([drop_id])[str(drop_id)]
     zone = ZoneInfo(settings.TIME_ZONE)
     status = entry["status"]
@@ -150,6 +170,8 @@ def tracking_page(token: str) -> TrackingPage | None:
     return TrackingPage(
         status=status,
         status_words=STATUS_WORDS.get(status, status),
+        language=language,
+        business_language=business_language,
         is_active=status in ACTIVE_STATUSES,
         is_sandbox=entry["environment"] == "sandbox",
         business_name=business_name,
@@ -187,7 +209,7 @@ def moment(iso: str | None, zone: ZoneInfo) -> Moment | None:
     if iso is None:
         return None
     local = datetime.fromisoformat(iso).astimezone(zone)
-    return Moment(iso=iso, text=local.strftime("%a %d %b, %H:%M"), zone=zone_label(local))
+    return Moment(iso=iso, local=local, zone=zone_label(local))
 
 
 def _proof(proof: dict | None, zone: ZoneInfo) -> Proof | None:

@@ -26,10 +26,11 @@ from django.views.decorators.http import require_safe
 
 from accounts.ratelimit import address_bucket, client_address
 from core import counters
+from core.languages import browser_language, switched_language, use_language
 from core.replica import reads_may_lag, reads_on_primary
 from core.strict_env import parse_rate
 from orders.models import Drop
-from tracking.page_data import tracking_page
+from tracking.page_data import TrackingPage, tracking_page
 from tracking.proof import proof_file_of_url
 
 # What TimestampSigner makes of a drop id: "<uuid>:<timestamp>:<signature>", base64url parts.
@@ -57,6 +58,7 @@ def tracking_page_view(request: HttpRequest, token: str) -> HttpResponse:
             page = tracking_page(token)
     if page is None:
         return _not_found(request)
+    use_language(request, recipient_language(request, page))
     context = {
         "page": page,
         "data": page.map,
@@ -94,6 +96,17 @@ def delivery_photo_view(request: HttpRequest, signed: str) -> HttpResponse:
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"
     return response
+
+
+def recipient_language(request: HttpRequest, page: TrackingPage) -> str:
+    """The recipient's own switch, else the drop's recipient_language, else their browser's,
+    else the business's setting (docs/contract.md §26)."""
+    return (
+        switched_language(request)
+        or page.language
+        or browser_language(request)
+        or page.business_language
+    )
 
 
 def _photo_name(drop_id: str | None, column: str) -> str | None:
@@ -146,11 +159,11 @@ def _private(response: HttpResponse) -> HttpResponse:
 
 
 def content_security_policy(tile_url: str) -> str:
-    """Our own scripts, styles and pictures only, plus the tile server's pictures when tiles
-    are on (docs/deployment.md): a changed TRACKING_TILE_URL needs no second setting."""
+    """Our own scripts, styles, fonts and pictures only, plus the tile server's pictures when
+    tiles are on (docs/deployment.md): a changed TRACKING_TILE_URL needs no second setting."""
     pictures = " ".join(["'self'", "data:", *filter(None, [tile_source(tile_url)])])
     return (
-        "default-src 'none'; script-src 'self'; style-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; "
         f"img-src {pictures}; connect-src 'self'; "
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )

@@ -36,7 +36,7 @@ from core.openapi import (
     success,
 )
 from orders.decisions import Reason
-from orders.inputs import PARCEL_SIZES
+from orders.inputs import PARCEL_SIZES, RECIPIENT_LANGUAGES
 from orders.schema import (
     DROP_STATUSES,
     UNDELIVERABLE_ACTION_VALUES,
@@ -196,6 +196,12 @@ class TrackedOrder(serializers.Serializer):
     undeliverable_action = serializers.ChoiceField(
         choices=UNDELIVERABLE_ACTION_VALUES,
         help_text="return (the default) or dispose: what happens to the parcel if delivery fails.",
+    )
+    recipient_language = serializers.ChoiceField(
+        choices=RECIPIENT_LANGUAGES,
+        allow_null=True,
+        help_text="As sent in POST /orders/bulk (km or en): the recipient's page and messages "
+        "speak it. null: the business's setting (docs/contract.md §26).",
     )
     parcel = TrackedParcel()
     cod = TrackedCod(allow_null=True, help_text="Cash on delivery; null when none is collected.")

@@ -33,9 +33,10 @@ from orders.models import (
     ProofMethod,
     initial_status,
 )
+from orders.runs import run_drops, stops_of, to_do
 from orders.statuses import ACTIVE_STATUSES, FAILED_ONCE, FINISHED_STATUSES, ON_THE_WAY
 from orders.windows import AT_RISK, ON_TRACK
-from tracking.courier_eta import Stop, etas_from_courier
+from tracking.courier_eta import etas_through_run
 from tracking.eta import EtaModel
 from tracking.proof import photo_url, signature_url
 from tracking.sandbox_courier import simulated_positions
@@ -81,6 +82,7 @@ DROP_SEEN = DROP_KEY.extended(
     window_risk_at=TimeText("window_risk_at"),
     notes="notes",
     undeliverable_action="undeliverable_action",
+    recipient_language="recipient_language",
     return_received_by="return_received_by",
     # docs/contract.md §18: what is carried, the price's parts, the cash to collect.
     parcel_size="parcel_size",
@@ -188,8 +190,8 @@ def _entries(rows) -> dict[str, dict]:
 
 
 def _etas_from_couriers(rows, orders: dict, now: datetime) -> dict[str, dict]:
-    """The ETAs counted from the courier, by drop id, for the drops whose courier is on the
-    way with a fresh position: one more query, only when there are any."""
+    """The ETAs counted from the courier through their run, by drop id, for the drops whose
+    courier is on the way with a fresh position: two more queries, only when there are any."""
     moving = {
         row.order_id
         for row in rows
@@ -197,20 +199,11 @@ def _etas_from_couriers(rows, orders: dict, now: datetime) -> dict[str, dict]:
     }
     if not moving:
         return {}
-    stops: dict[str, list[Stop]] = defaultdict(list)
-    for order_id, drop_id, lat, long, status in (
-        Drop.objects.filter(order_id__in=moving, status__in=ON_THE_WAY)
-        .order_by("order_id", F("stop_sequence").asc(nulls_last=True), "pk")
-        .values_list("order_id", "pk", "lat", "long", "status")
-    ):
-        stops[str(order_id)].append(Stop(str(drop_id), lat, long, status))
+    couriers = dict(Order.objects.filter(pk__in=moving).values_list("driver_id", "pk"))
     etas: dict[str, dict] = {}
-    for order_id, order_stops in stops.items():
-        order = orders[order_id]
-        pickup = (order.pickup["lat"], order.pickup["long"])
-        etas |= etas_from_courier(
-            position=order.courier_at, pickup=pickup, stops=order_stops, now=now
-        )
+    for courier_id, drops in run_drops(couriers).items():
+        position = orders[str(couriers[courier_id])].courier_at
+        etas |= etas_through_run(position=position, stops=to_do(stops_of(drops)), now=now)
     return etas
 
 
@@ -430,6 +423,7 @@ class _Context:
             "window_status": None if window is None else self._window_status(row),
             "notes": row.notes,
             "undeliverable_action": row.undeliverable_action,
+            "recipient_language": row.recipient_language,
             "parcel": _parcel(row),
             "cod": None if row.cod_amount is None else self._cod(row, status, events),
             "tracking_url": self.link + token,

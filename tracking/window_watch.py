@@ -21,12 +21,15 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.formats import moment_of
 from events.models import EventType
 from events.services import NewEvent, record_many
 from geo.geometry import DistancesFrom
 from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from orders.runs import run_of, to_do
 from orders.statuses import WINDOW_MILESTONES
 from orders.windows import AT_RISK, ON_TRACK, EtaTerms
+from tracking.courier_eta import etas_through_run
 from tracking.selectors import entries_by_drop_id
 
 # The minute's job takes the drops turning at risk this many at a time, a transaction each.
@@ -84,6 +87,27 @@ def refresh_windows(drops: Sequence[Drop], at: datetime) -> list[Drop]:
         changed, ["window_status", "window_risk_at", "window_alerted"], batch_size=500
     )
     return alerts
+
+
+def flag_run_windows(courier_id: int, position: tuple[float, float], at: datetime) -> int:
+    """Turn at_risk the drops on track of the courier's run whose ETA through the run (from
+    the courier's position, other orders' stops included: tracking/courier_eta.py) passes
+    their window's end: a run that grew or was reordered. A drop locked by a move is left to
+    it. How many turned."""
+    etas = etas_through_run(position=position, stops=to_do(run_of(courier_id)), now=at)
+    drops = list(
+        Drop.objects.select_for_update(skip_locked=True)
+        .filter(pk__in=list(etas), window_status__among=(ON_TRACK,), window_end__isnull=False)
+        .only("id", "business_id", "environment", "window_alerted", "window_end")
+    )
+    turned = [d for d in drops if moment_of(etas[str(d.pk)]["dropoff_at"]) > d.window_end]
+    if not turned:
+        return 0
+    Drop.objects.filter(pk__in=[drop.pk for drop in turned]).update(
+        window_status=AT_RISK, window_risk_at=None, window_alerted=True, updated_at=at
+    )
+    record_window_alerts([drop for drop in turned if not drop.window_alerted], at)
+    return len(turned)
 
 
 def record_window_alerts(drops: Sequence[Drop], at: datetime) -> None:

@@ -7,7 +7,9 @@ from zoneinfo import ZoneInfo
 
 from django import template
 from django.conf import settings
+from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.translation import gettext, pgettext
 
 from core.formats import zone_label
 
@@ -39,10 +41,10 @@ def when(moment: datetime | str | None, precision: str = "minutes") -> str:
         return ""
     local, wire = found
     return format_html(
-        '<time datetime="{}">{}</time>\u00a0<abbr class="zone" title="{} time">{}</abbr>',
+        '<time datetime="{}">{}</time>\u00a0<abbr class="zone" title="{}">{}</abbr>',
         wire,
         _local_text(local, precision),
-        settings.TIME_ZONE,
+        gettext("%(zone)s time") % {"zone": settings.TIME_ZONE},
         zone_label(local),
     )
 
@@ -54,8 +56,10 @@ def when_text(moment: datetime | str, precision: str = "minutes") -> str:
 
 
 def _local_text(local: datetime, precision: str) -> str:
-    text = local.strftime("%d %b %Y, %H:%M:%S" if precision == "seconds" else "%d %b %Y, %H:%M")
-    return text.lstrip("0")
+    """In the page's language: "3 Nov 2026, 14:05", "3 វិច្ឆិកា 2026, 14:05" (contract §26)."""
+    if precision == "seconds":
+        return date_format(local, pgettext("a time in the dashboard, with seconds", "j M Y, H:i:s"))
+    return date_format(local, pgettext("a time in the dashboard", "j M Y, H:i"))
 
 
 @register.simple_tag

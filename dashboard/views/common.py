@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 
 from accounts.models import Business, Environment
+from core.languages import browser_language, switched_language, use_language
 from core.replica import reads_may_lag
 
 PAGE_SIZE = 25
@@ -33,6 +34,8 @@ def business_view(view):
         if business is None:
             return render(request, "dashboard/no_business.html", status=403)
         request.business = business
+        if not switched_language(request) and not browser_language(request):
+            use_language(request, business.dashboard_language)  # docs/contract.md §26
         if request.method in ("GET", "HEAD"):
             return shown(request, *args, **kwargs)
         return view(request, *args, **kwargs)

@@ -6,18 +6,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
+from django.views.decorators.http import require_POST
 
 from accounts.models import Environment
-from dashboard.forms import NotificationTemplateForm
+from accounts.services import set_languages
+from core.languages import codes
+from dashboard.forms import LanguagesForm, NotificationTemplateForm
 from dashboard.views.common import business_view, key_environments, page_of
 from notifications.models import Channel, Kind
 from notifications.selectors import TemplateView, log_of, templates_of
 from notifications.services import TemplateIn, save_templates
 from notifications.texts import VARIABLES, TemplateError, preview
+
+CHANNEL_WORDS = {
+    Channel.SMS: pgettext_lazy("a channel", "SMS"),
+    Channel.EMAIL: gettext_lazy("Email"),
+}
+KIND_WORDS = {
+    Kind.DISPATCHED: gettext_lazy("On its way"),
+    Kind.NEARBY: gettext_lazy("Courier nearby"),
+    Kind.DELIVERED: gettext_lazy("Delivered"),
+    Kind.FAILED: gettext_lazy("Delivery failed"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +48,20 @@ class _Entry:
 
     @property
     def label(self) -> str:
-        return f"{Channel(self.template.channel).label}: {Kind(self.template.kind).label}"
+        return f"{CHANNEL_WORDS[self.template.channel]}: {KIND_WORDS[self.template.kind]}"
 
 
 def _environment(request) -> str:
     source = request.POST if request.method == "POST" else request.GET
     environment = source.get("environment", "")
     return environment if environment in Environment.values else Environment.SANDBOX
+
+
+def _language(request) -> str:
+    """The language whose texts the page edits (docs/notifications.md, "Languages")."""
+    source = request.POST if request.method == "POST" else request.GET
+    language = source.get("language", "")
+    return language if language in codes() else request.business.recipient_language
 
 
 def _form(template: TemplateView, data=None) -> NotificationTemplateForm:
@@ -68,14 +92,18 @@ def _entry(template: TemplateView, form: NotificationTemplateForm, business_name
 
 @business_view
 def notifications(request):
-    business, environment = request.business, _environment(request)
+    business, environment, language = request.business, _environment(request), _language(request)
     can_manage = environment in key_environments(business)
-    templates = templates_of(business=business, environment=environment)
+    templates = templates_of(business=business, environment=environment, language=language)
     posted = request.method == "POST"
     forms = [_form(template, request.POST if posted else None) for template in templates]
     status = 200
     if posted and not can_manage:
-        messages.error(request, f"Your account cannot manage {environment} notifications yet.")
+        messages.error(
+            request,
+            _("Your account cannot manage %(environment)s notifications yet.")
+            % {"environment": environment},
+        )
         status = 403
     elif posted and not all(form.is_valid() for form in forms):
         status = 400
@@ -87,15 +115,30 @@ def notifications(request):
                 _template_in(t, form.cleaned_data) for t, form in zip(templates, forms, strict=True)
             ],
             now=timezone.now(),
+            language=language,
         )
-        messages.success(request, f"Your {environment} notification settings are saved.")
-        return redirect(reverse("dashboard:notifications") + f"?environment={environment}")
+        messages.success(
+            request,
+            _("Your %(environment)s notification settings are saved.")
+            % {"environment": environment},
+        )
+        return redirect(
+            reverse("dashboard:notifications") + f"?environment={environment}&language={language}"
+        )
     return render(
         request,
         "dashboard/notifications.html",
         {
             "environment": environment,
             "environments": Environment.choices,
+            "language": language,
+            "languages": settings.LANGUAGES,
+            "languages_form": LanguagesForm(
+                initial={
+                    "recipient_language": business.recipient_language,
+                    "dashboard_language": business.dashboard_language,
+                }
+            ),
             "can_manage": can_manage,
             "entries": [_entry(t, f, business.name) for t, f in zip(templates, forms, strict=True)],
             "variables": VARIABLES,
@@ -112,6 +155,19 @@ def _template_in(template: TemplateView, cleaned: dict) -> TemplateIn:
         subject=cleaned.get("subject", ""),
         body=cleaned["body"],
     )
+
+
+@business_view
+@require_POST
+def languages(request):
+    """Your recipients' and your dashboard's languages (docs/dashboard.md, "Language")."""
+    form = LanguagesForm(request.POST)
+    if form.is_valid():
+        set_languages(business=request.business, **form.cleaned_data)
+        messages.success(request, _("Your languages are saved."))
+    else:
+        messages.error(request, _("Choose one of the languages offered."))
+    return redirect(reverse("dashboard:notifications"))
 
 
 @business_view

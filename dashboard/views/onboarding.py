@@ -9,6 +9,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, pgettext
 
 from accounts import services
 from accounts.models import ApiKey, Business, Environment, Stage
@@ -19,8 +22,8 @@ from orders import onboarding as orders_onboarding
 
 
 def _day(moment: datetime | date) -> str:
-    """A day as people write it: 23 Nov 2026 (a date has no zone to name)."""
-    return f"{moment.day} {moment:%b %Y}"
+    """A day as people write it: 23 Nov 2026, 23 វិច្ឆិកា 2026 (a date has no zone to name)."""
+    return date_format(moment, pgettext("a day in the dashboard", "j M Y"))
 
 
 @dataclass(frozen=True)
@@ -36,19 +39,23 @@ def _checklist(business: Business) -> tuple[list[Step], str | None]:
     approved = business.approved_at is not None and not rejected
     is_live = business.stage == Stage.LIVE or business.live_enabled_at is not None
     steps = [
-        Step("Registered", True, f"Signed up {_day(timezone.localtime(business.created_at))}."),
-        Step("Access requested", business.access_requested_at is not None),
         Step(
-            "Approved",
+            gettext_noop("Registered"),
+            True,
+            _("Signed up %(day)s.") % {"day": _day(timezone.localtime(business.created_at))},
+        ),
+        Step(gettext_noop("Access requested"), business.access_requested_at is not None),
+        Step(
+            gettext_noop("Approved"),
             approved,
-            "Your last request was declined; you may request access again." if rejected else "",
+            _("Your last request was declined; you may request access again.") if rejected else "",
         ),
         Step(
-            "First sandbox order",
+            gettext_noop("First sandbox order"),
             approved and orders_onboarding.has_accepted_sandbox_order(business),
         ),
-        Step("Live requested", business.live_requested_at is not None or is_live),
-        Step("Live", is_live),
+        Step(gettext_noop("Live requested"), business.live_requested_at is not None or is_live),
+        Step(gettext_noop("Live"), is_live),
     ]
     current = next((step.title for step in steps if not step.done), None)
     return steps, current

@@ -58,7 +58,9 @@
       L.polygon(rings, { className: "service-area", interactive: false }).addTo(map);
     });
 
-    function pin(kind, at, label, round) {
+    // The pins' names in the page's language: the page writes them on the map's element.
+    function pin(kind, at, round) {
+      var label = holder.getAttribute("data-label-" + kind) || kind;
       var icon = L.divIcon({
         className: "pin pin-" + kind,
         html: "<span></span>",
@@ -72,11 +74,11 @@
     }
 
     var points = [data.pickup, data.drop];
-    pin("pickup", data.pickup, "Pickup", false);
-    pin("drop", data.drop, "Drop-off", false);
+    pin("pickup", data.pickup, false);
+    pin("drop", data.drop, false);
     var courier = null;
     if (data.courier) {
-      courier = pin("courier", data.courier, "Courier", true);
+      courier = pin("courier", data.courier, true);
       points.push(data.courier);
     }
     // More room above: a teardrop pin, its border and its shadow stand ~40 px over its place.
@@ -91,7 +93,7 @@
       if (at && courier) {
         courier.setLatLng(at);
       } else if (at) {
-        courier = pin("courier", at, "Courier", true);
+        courier = pin("courier", at, true);
       } else if (courier) {
         courier.remove();
         courier = null;

@@ -31,7 +31,8 @@ ROOT = Path(settings.BASE_DIR)
 GUIDE = ROOT / "docs" / "api.md"
 # The packages that answer API requests (dashboard and console answer pages, not the API).
 API_PACKAGES = [
-    "core", "accounts", "events", "billing", "orders", "tracking", "couriers", "geo", "config"
+    "core", "accounts", "events", "billing", "orders", "tracking", "couriers", "geo", "config",
+    "notifications",
 ]  # fmt: skip
 
 

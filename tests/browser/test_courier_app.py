@@ -4,7 +4,9 @@ picks up and delivers a COD drop and a PIN drop through courier.js and the JSON 
 axe and never scrolls sideways; a move made without network waits in the phone and lands
 once when the network returns; an offer the dispatcher makes shows with its countdown, is
 not answered offline, and accepted shows the route in stop order, or goes away when its time
-is up. The screenshots of docs/couriers.md are taken here."""
+is up; an offer the planner makes to a courier on a run shows in place, the stops it adds
+marked, and accepted puts both shops' pickups on the route. The screenshots of
+docs/couriers.md are taken here."""
 
 from __future__ import annotations
 
@@ -26,15 +28,18 @@ from couriers.models import CourierPoint, CourierPosition
 from couriers.services import provision_courier
 from dispatch.dispatcher import dispatch_waiting
 from dispatch.models import Offer, OfferStatus
-from orders.models import DeliveryEvent, Drop, DropStatus
+from dispatch.offers import accept_offer
+from dispatch.planner import plan_runs
+from orders.models import DeliveryEvent, Drop, DropStatus, Order
+from orders.runs import run_of
 from tests.browser.axe import assert_accessible
 from tests.browser.helpers import assert_fits
 from tests.couriers.conftest import PASSWORD, assigned_drops
-from tests.dispatch.conftest import live_order
-from tests.factories import drop
+from tests.dispatch.conftest import live_order, online_at
+from tests.factories import SHOP, drop
 from tests.reliability.batch_hold import open_all_day
 from tracking.proof import MAX_PHOTO_BYTES
-from tracking.services import cancel_drops_as_operator
+from tracking.services import cancel_drops_as_operator, move_drops_as_operator
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -321,10 +326,11 @@ def test_an_offer_comes_counts_down_and_accepting_shows_the_route_in_stop_order(
     card = page.locator("#offer")  # the page asks every second and shows it: no tap
     expect(card.get_by_role("button", name="Accept")).to_be_visible()
     expect(card.get_by_role("timer")).to_have_text(re.compile(r"^Expires in 0:[0-5]\d \(at "))
-    expect(card.get_by_text("3 drops")).to_be_visible()
-    expect(card.locator(".offer-stops li")).to_have_count(3)
-    expect(card.locator(".offer-stops li").first).to_have_text(
-        re.compile(r"^Stop 1 · \d+\.\d km from the pickup$")
+    expect(card.locator(".offer-pickup")).to_have_text("Pickup · Shop · 3 drops")
+    expect(card.locator(".offer-stops li")).to_have_count(4)  # the pickup, then its drops
+    expect(card.locator(".offer-stops li").first).to_have_text("Stop 1 · Pickup · Shop")
+    expect(card.locator(".offer-stops li").nth(1)).to_have_text(
+        re.compile(r"^Stop 2 · Drop for Shop · \d+\.\d km from stop 1$")
     )
     assert_fits(page, PHONE["width"])
     for_docs(page, "offer", screenshot)
@@ -396,3 +402,63 @@ def test_an_offer_gone_meanwhile_says_so_and_leaves(make_tenant, api, courier, p
     expect(page.get_by_text("No job offered")).to_be_visible()
     order.refresh_from_db()
     assert order.driver_id is None
+
+
+def test_an_offer_to_a_courier_on_a_run_shows_in_place_and_adds_to_the_route(
+    make_tenant, api, courier, phone, screenshot, monkeypatch
+):
+    open_all_day()
+    monkeypatch.setattr(couriers.pages, "OFFER_POLL_SECONDS", 1)
+    bakery = make_tenant(name="Lotus Bakery", live_balance="100.00")
+    next_door = make_tenant(name="Next Door Shop", live_balance="100.00")
+    online_at(courier, (WHERE["latitude"], WHERE["longitude"]))
+    north = (SHOP["lat"] + 0.004, SHOP["long"] + 0.003)
+    carried_drop = drop("RB-1", name="Sreyneang Phan", lat=north[0], long=north[1])
+    first = live_order(api, bakery, carried_drop)
+    Order.objects.filter(pk=first.pk).update(pickup_name="Lotus Bakery")
+    plan_runs()
+    lead = Offer.objects.get(courier=courier, lead=True, status=OfferStatus.OFFERED)
+    accept_offer(courier=courier, offer_id=lead.bundle)
+    (carried,) = first.drops.all()
+    move_drops_as_operator(drop_ids=[carried.pk], to=S.PICKED_UP, actor="op", driver=courier)
+    page = phone()
+    sign_in(page, courier)
+    stop = stop_of(page, carried)
+    stop.get_by_label("Received by").fill("Sreyneang")  # mid-delivery when the offer comes
+    expect(page.locator(f"#pickup-{first.pk}")).to_have_class(re.compile(r"\bdone\b"))
+
+    second = live_order(
+        api, next_door,
+        drop("RN-1", lat=north[0] + 0.001, long=north[1]),
+        drop("RN-2", lat=north[0] + 0.003, long=north[1]),
+    )  # fmt: skip
+    Order.objects.filter(pk=second.pk).update(pickup_name="Next Door Shop")
+    plan_runs()
+    offer = Offer.objects.get(courier=courier, lead=True, status=OfferStatus.OFFERED)
+    assert offer.order_id == second.pk
+
+    card = page.locator("#offer")
+    expect(card.get_by_role("button", name="Accept")).to_be_visible()
+    expect(card.locator(".offer-pickup")).to_have_text("Pickup · Next Door Shop · 2 drops")
+    expect(card.get_by_text(re.compile(r"^\+\d+ min$"))).to_be_visible()
+    expect(card.locator(".offer-stops li")).to_have_count(4)  # Sreyneang's drop, and 3 new
+    expect(card.locator(".offer-stops .new")).to_have_count(3)
+    expect(card.locator(".offer-stops li", has_text="Sreyneang")).not_to_contain_text("new")
+    expect(stop.get_by_label("Received by")).to_have_value("Sreyneang")  # drawn in place
+    assert_fits(page, PHONE["width"])
+    for_docs(page, "offer-on-a-run", screenshot, part=card)
+    checker = phone(bypass_csp=True)  # axe's script, which the app's CSP rightly refuses
+    sign_in(checker, courier)
+    expect(checker.get_by_role("button", name="Accept")).to_be_visible()
+    assert_accessible(checker)
+
+    card.get_by_role("button", name="Accept").click()
+    expect(page.locator("#offer").get_by_role("button")).to_have_count(0)
+    expect(page.locator(f"#pickup-{second.pk}")).to_contain_text("Pickup · Next Door Shop")
+    shown = page.locator("li.stop").evaluate_all("(stops) => stops.map((s) => s.id)")
+    assert shown == [
+        f"pickup-{s.order_id}" if s.drop_id is None else f"stop-{s.drop_id}"
+        for s in run_of(courier.pk)
+    ]
+    assert shown[0] == f"pickup-{first.pk}"  # done, at its place
+    assert set(second.drops.values_list("status", flat=True)) == {S.ASSIGNED}

@@ -1,7 +1,8 @@
 """The dispatch board in a real browser (docs/operator.md "Dispatch board"):
-an operator opens it, sees the map with the waiting order's pickup and the courier online as
-pins, the map refreshes itself, passes axe, and the operator gives the order to the courier
-by hand. The screenshot of docs/operator.md is taken here (only with DOCS_SCREENSHOTS=1)."""
+an operator opens it, sees the map with the waiting order's pickup, the couriers online as
+pins and each courier's run as a line through its stops, the map refreshes itself, passes
+axe, and the operator gives the order to a courier by hand: their run appears on the map.
+The screenshot of docs/operator.md is taken here (only with DOCS_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from playwright.sync_api import expect
 
 import console.dispatch
 from couriers.services import provision_courier
+from dispatch.offers import assign_by_hand
 from orders.models import Drop, DropStatus, WindowStatus
 from tests.browser.axe import assert_accessible
 from tests.browser.helpers import admin_log_in
@@ -44,8 +46,13 @@ def test_an_operator_sees_the_board_and_assigns_an_order_by_hand(
     sophea = provision_courier(
         name="Sophea Chan", phone="+85512340002", vehicle="motorbike", password=PASSWORD
     )
+    vanna = provision_courier(
+        name="Vanna Kim", phone="+85512340003", vehicle="motorbike", password=PASSWORD
+    )
     online_at(dara, NEAR)
     online_at(sophea, FAR)
+    online_at(vanna, (FAR[0] - 0.02, FAR[1] + 0.03))  # north-east of the shop
+    assign_by_hand(order=live_order(Api(), shop), courier=vanna, actor="operator:1")
     admin_log_in(page)
 
     page.get_by_test_id("index-dispatch-board").click()
@@ -55,6 +62,12 @@ def test_an_operator_sees_the_board_and_assigns_an_order_by_hand(
     expect(board_map.locator(".board-pin-risk")).to_have_count(1)
     expect(board_map.locator(".board-pin-pickup")).to_have_count(1)
     expect(board_map.locator(".board-pin-free")).to_have_count(2)
+    # Vanna's run: one line from her pin through the pickup and its two drops.
+    runs = board_map.locator(".leaflet-overlay-pane path.board-run")
+    expect(runs).to_have_count(1)
+    expect(board_map).to_have_attribute("data-runs", "1")
+    expect(board_map.locator(".board-stop-pickup")).to_have_count(1)
+    expect(board_map.locator(".board-stop-drop")).to_have_count(2)
     expect(board_map).to_have_attribute("data-refreshed", "2", timeout=10_000)  # by itself
     rows = page.get_by_test_id("waiting-order")
     expect(rows).to_have_count(2)
@@ -67,8 +80,13 @@ def test_an_operator_sees_the_board_and_assigns_an_order_by_hand(
     screenshot(page, "dispatch-board")
 
     select = rows.first.get_by_label(f"Courier for {urgent.pickup_name}")
-    expect(select.locator("option").first).to_have_text("Dara Sok: 0.6 km")
-    select.select_option(label="Sophea Chan: 5.6 km")
+    # Vanna already rides from the same shop to the same street: she costs least, not Dara,
+    # who is nearest.
+    expect(select.locator("option").first).to_contain_text(
+        "Vanna Kim: adds 0 min to 3 stops left, "
+    )
+    expect(select.locator("option").nth(1)).to_contain_text("Dara Sok: adds")
+    select.select_option(value=str(sophea.pk))
     rows.first.get_by_role("button", name="Assign").click()
 
     expect(page.get_by_text("2 drop(s) assigned to Sophea Chan.")).to_be_visible()
@@ -79,10 +97,11 @@ def test_an_operator_sees_the_board_and_assigns_an_order_by_hand(
     assert urgent.driver_id == sophea.pk
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_id(f"order-{later.pk}")
-    expect(page.get_by_test_id("board-courier").filter(has_text="Sophea Chan")).to_contain_text(
-        "on a route"
-    )
-    expect(board_map.locator(".board-pin-on_route")).to_have_count(1)
+    sophea_row = page.get_by_test_id("board-courier").filter(has_text="Sophea Chan")
+    expect(sophea_row).to_contain_text("on a run")
+    expect(sophea_row.get_by_test_id("stops-left")).to_have_text("3")
+    expect(board_map.locator(".board-pin-on_route")).to_have_count(2)
+    expect(runs).to_have_count(2)  # one line per courier with a run
     screenshot(page, "dispatch-board-assigned")
 
 

@@ -222,6 +222,12 @@ def test_seed_demo_is_safe_to_run_twice(api, clock):
 
     assert_demo_data_once()
     assert account(api, key)["environment"] == "sandbox"
+    # One saved pickup place, inside the demo region: New delivery books from it at once.
+    from dashboard.models import PickupPlace
+    from geo.services import load_coverage
+
+    [place] = PickupPlace.objects.all()
+    assert load_coverage().locate([place.lat], [place.long]) != [()]
     # The demo region is usable as seeded: the printed key places an order in it.
     response = api.bulk(batch(group(drop("DEMO-1"))), key)
     assert response.status_code == 200, response.content

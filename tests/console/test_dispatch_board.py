@@ -1,11 +1,13 @@
 """The dispatch board (docs/operator.md "Dispatch board", docs/contract.md §21): the waiting
-live orders most urgent first, the couriers online and their state, in a bounded number of
-queries; hand assignment behind orders.dispatch_drop, never to the sandbox test driver, a
-courier of another vehicle or one on a route; the map's JSON data view."""
+live orders most urgent first, the couriers online with their state and their runs, in a
+bounded number of queries; hand assignment behind orders.dispatch_drop, never to the sandbox
+test driver or a courier of another vehicle, into a courier's run where it adds least riding
+time; the map's JSON data view."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -15,17 +17,28 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import dispatch.board
+from core.ids import uuid7
 from couriers.models import CourierPosition, Driver
-from dispatch.board import CourierState, read_board
+from dispatch.board import (
+    BoardCourier,
+    CourierState,
+    Position,
+    RunPoint,
+    WaitingOrder,
+    choices_for,
+    read_board,
+)
 from dispatch.models import Offer, OfferStatus
 from dispatch.offers import assign_by_hand
 from orders.models import Drop, DropStatus, Order, WindowStatus
+from orders.runs import run_of, to_do
 
 # The dispatch tests' fixtures (shop, courier_near and the make_courier it uses), imported
 # as tests/dispatch/conftest.py imports them: the tests' arguments name them again.
 # ruff: noqa: F811
 from tests.couriers.conftest import make_courier  # noqa: F401
 from tests.dispatch.conftest import FAR, NEAR, courier_near, live_order, online_at, shop  # noqa: F401
+from tests.factories import SHOP, drop
 from tests.operators import staff_client
 from tracking.services import sandbox_test_driver
 
@@ -179,7 +192,7 @@ def test_the_board_reads_in_the_same_few_queries_whatever_the_numbers(
             assign_by_hand(order=order, courier=courier, actor="test")
     assert len(read_board().orders) == 6 and len(read_board().couriers) == 7
 
-    assert queries_of_read() == few_read <= 2
+    assert queries_of_read() == few_read <= 3
     assert queries_of_page() == few_page
 
 
@@ -216,8 +229,10 @@ def test_hand_assignment_gives_the_order_and_withdraws_its_open_offer(
     order = live_order(api, shop)
     open_offer = offer(order, offered_to)
     page = operator.get(BOARD).content.decode()
-    assert f'<option value="{chosen.pk}">Chosen By Hand: 5.6 km</option>' in page
-    assert page.index("Was Offered: 0.6 km") < page.index("Chosen By Hand: 5.6 km")  # nearest first
+    assert f'<option value="{chosen.pk}">Chosen By Hand: adds ' in page
+    assert ", 5.6 km away</option>" in page
+    # Neither carries a run: the nearer adds less riding time, so comes first.
+    assert page.index("Was Offered: adds") < page.index("Chosen By Hand: adds")
 
     status, said = post_assign(operator, order.pk, chosen.pk)
 
@@ -249,13 +264,139 @@ def test_the_sandbox_test_driver_is_never_given_a_live_order(api, shop, operator
     refused(operator, order, test_driver.pk, "drives sandbox orders only")
 
 
-def test_a_courier_on_a_route_is_not_offered_and_is_refused(api, shop, courier_near, operator):
+# North of the shop, on one street: a drop on the way, and one farther on.
+ON_THE_WAY = {"lat": SHOP["lat"] + 0.02, "long": SHOP["long"]}  # ~2.2 km
+FARTHER = {"lat": SHOP["lat"] + 0.04, "long": SHOP["long"]}  # ~4.4 km
+
+
+def one_drop_to(api, shop, place: dict) -> Order:
+    return live_order(api, shop, drop(**place))
+
+
+def stops_left(courier: Driver) -> list[tuple[str, UUID, float]]:
+    return [(stop.kind, stop.order_id, stop.lat) for stop in to_do(run_of(courier.pk))]
+
+
+def test_a_courier_with_a_two_order_run_has_its_stops_in_run_order_in_the_board_data(
+    api, shop, courier_near, viewer
+):
+    courier, _ = courier_near(NEAR, "Two Orders")
+    farther = one_drop_to(api, shop, FARTHER)
+    on_the_way = one_drop_to(api, shop, ON_THE_WAY)
+    assign_by_hand(order=farther, courier=courier, actor="operator:1")
+    assign_by_hand(order=on_the_way, courier=courier, actor="operator:1")
+
+    [board_courier] = read_board().couriers
+    [pin] = viewer.get(DATA).json()["data"]["couriers"]
+
+    assert board_courier.state == CourierState.ON_ROUTE and board_courier.stops_left == 4
+    assert pin["state"] == "on_route"
+    shop_at = {"lat": SHOP["lat"], "long": SHOP["long"]}
+    assert pin["run"] == [
+        {"kind": "pickup", **shop_at},
+        {"kind": "pickup", **shop_at},
+        {"kind": "drop", **ON_THE_WAY},
+        {"kind": "drop", **FARTHER},
+    ]
+    assert [(s["kind"], s["lat"]) for s in pin["run"]] == [
+        (kind, lat) for kind, _, lat in stops_left(courier)
+    ]
+    page = viewer.get(BOARD).content.decode()
+    assert 'data-testid="stops-left">4</td>' in page and "on a run" in page
+
+
+def test_hand_assignment_to_a_courier_with_a_run_inserts_the_order_where_it_adds_least(
+    api, shop, courier_near, operator
+):
     busy, _ = courier_near(NEAR, "Busy Courier")
-    assign_by_hand(order=live_order(api, shop), courier=busy, actor="test")
+    farther = one_drop_to(api, shop, FARTHER)
+    assign_by_hand(order=farther, courier=busy, actor="operator:1")
+    on_the_way = one_drop_to(api, shop, ON_THE_WAY)
+
+    page = operator.get(BOARD).content.decode()
+    assert f'<option value="{busy.pk}">Busy Courier: adds ' in page
+    assert "to 2 stops left, 0.6 km away</option>" in page
+
+    status, said = post_assign(operator, on_the_way.pk, busy.pk)
+
+    assert status == 302
+    assert said == [f"Order of {on_the_way.pickup_name}: 1 drop(s) assigned to Busy Courier."]
+    assert drops_of(on_the_way) == {(DropStatus.ASSIGNED, busy.pk)}
+    assert drops_of(farther) == {(DropStatus.ASSIGNED, busy.pk)}
+    # Both pickups at the shop first, then the drop on the way before the farther one.
+    kinds = [(kind, order_id) for kind, order_id, _ in stops_left(busy)]
+    assert sorted(kinds[:2]) == sorted([("pickup", farther.pk), ("pickup", on_the_way.pk)])
+    assert kinds[2:] == [("drop", on_the_way.pk), ("drop", farther.pk)]
+
+
+def test_the_couriers_it_adds_least_riding_time_to_come_first_not_the_nearest(
+    api, shop, courier_near, operator
+):
+    """A courier whose run passes the order's pickup and drop rides nearly nothing more for
+    it: offered before an idle courier nearer its pickup."""
+    runner, _ = courier_near(NEAR, "Passing By")
+    assign_by_hand(order=one_drop_to(api, shop, FARTHER), courier=runner, actor="operator:1")
+    order = one_drop_to(api, shop, FARTHER)
+    Order.objects.filter(pk=order.pk).update(pickup_lat=ON_THE_WAY["lat"])  # on its way
+    idle, _ = courier_near((ON_THE_WAY["lat"] + 0.01, SHOP["long"]), "Idle Nearby")
+
+    [row] = read_board().orders
+    choices = dispatch.board.choices_for(row, read_board().couriers)
+
+    assert [c.courier.name for c in choices] == ["Passing By", "Idle Nearby"]
+    assert choices[0].km > choices[1].km  # farther from the pickup, yet it costs least
+    assert choices[0].added_seconds < 60 < choices[1].added_seconds
+    page = operator.get(BOARD).content.decode()
+    assert page.index("Passing By: adds 0 min to 2 stops left") < page.index("Idle Nearby: adds")
+
+
+def test_a_courier_holding_an_offer_with_a_run_is_shown_offered_and_not_given_another(
+    api, shop, courier_near, operator
+):
+    courier, _ = courier_near(NEAR, "Carrying And Offered")
+    assign_by_hand(order=live_order(api, shop), courier=courier, actor="operator:1")
+    offer(live_order(api, shop), courier)
     order = live_order(api, shop)
 
-    assert f'value="{busy.pk}"' not in operator.get(BOARD).content.decode()
-    refused(operator, order, busy.pk, "is on a route")
+    [board_courier] = read_board().couriers
+    assert board_courier.state == CourierState.OFFERED and board_courier.stops_left == 3
+    assert (
+        f'value="{courier.pk}"'
+        not in operator.get(BOARD)
+        .content.decode()
+        .split(f'id="order-{order.pk}"')[1]
+        .split("</tr>")[0]
+    )
+    refused(operator, order, courier.pk, "has another order's offer open")
+
+
+def test_the_board_reads_in_the_same_queries_with_one_or_five_couriers_with_runs(
+    api, shop, courier_near, operator
+):
+    def queries_of(read) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            read()
+        return len(queries)
+
+    def page() -> None:
+        assert operator.get(BOARD).status_code == 200
+
+    def courier_with_a_run(n: int) -> None:
+        courier, _ = courier_near(NEAR, f"Runner {n}")
+        for place in (ON_THE_WAY, FARTHER):
+            assign_by_hand(order=one_drop_to(api, shop, place), courier=courier, actor="test")
+        live_order(api, shop)  # one more waiting, each costed against every run
+
+    courier_with_a_run(0)
+    page()  # the session and the permissions' caches are warm from here on
+    one_read, one_page = queries_of(read_board), queries_of(page)
+    for n in range(1, 5):
+        courier_with_a_run(n)
+
+    board = read_board()
+    assert [c.stops_left for c in board.couriers] == [4] * 5 and len(board.orders) == 5
+    assert queries_of(read_board) == one_read == 3
+    assert queries_of(page) == one_page
 
 
 def test_a_courier_of_another_vehicle_is_not_offered_and_is_refused(
@@ -390,3 +531,28 @@ def test_the_offers_list_and_the_index_link_the_board(api, shop, courier_near, o
     html = offers.content.decode()
     assert 'href="/admin/dispatch/board/"' in html and "Listed" in html
     assert 'href="/admin/dispatch/board/"' in operator.get("/admin/").content.decode()
+
+
+def test_past_the_costed_cap_the_nearest_by_position_or_run_stop_are_costed(monkeypatch):
+    """Only the MAX_COSTED couriers nearest the pickup are costed by insertion, near by their
+    position or by any stop of their run: a courier far off whose run passes the shop counts
+    as near."""
+    monkeypatch.setattr(dispatch.board, "MAX_COSTED", 1)
+    now = timezone.now()
+
+    def courier(pk: int, place: tuple, run: tuple = ()) -> BoardCourier:
+        position = Position(*place, now, live=True)
+        state = CourierState.ON_ROUTE if run else CourierState.FREE
+        return BoardCourier(pk, f"C{pk}", "motorbike", state, None, position, run=run)
+
+    at_the_shop = RunPoint("pickup", SHOP["lat"], SHOP["long"])
+    far_off_passing = courier(1, (SHOP["lat"] + 0.1, SHOP["long"]), run=(at_the_shop,))
+    idle_near = courier(2, NEAR)
+    order = WaitingOrder(
+        uuid7(), "Shop", "Shop", SHOP["lat"], SHOP["long"], 1, "motorbike", now, None, False,
+        None, None, drop_places=((FARTHER["lat"], FARTHER["long"]),),
+    )  # fmt: skip
+
+    assert [c.courier.courier_id for c in choices_for(order, [far_off_passing, idle_near])] == [1]
+    monkeypatch.setattr(dispatch.board, "MAX_COSTED", 2)
+    assert len(choices_for(order, [far_off_passing, idle_near])) == 2

@@ -2,8 +2,8 @@
 body are made from one table, so what the description says is what the parser does.
 
 The bodies so declared: POST /orders/bulk and /orders/quote (orders/inputs.py),
-PATCH /orders/<id> (tracking/edit_inputs.py) and POST /account/cod/credit-wallet
-(billing/inputs.py).
+PATCH /orders/<id> (tracking/edit_inputs.py), POST /account/cod/credit-wallet
+(billing/inputs.py) and the courier API's (couriers/inputs.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from billing.inputs import CREDIT
 from core.api import ApiError
 from core.shapes import REQUIRED, Array, Choice, Object, Problems, Shape, Text
 from core.shapes import Field as ShapeField
+from couriers.inputs import LOCATION, MOVE, SIGN_IN, STATUS
 from orders.inputs import BATCH_REQUEST, QUOTE_REQUEST, parse_batch
 from orders.models import Drop
 from tests.factories import batch, drop, group
@@ -47,7 +48,9 @@ def component_of(components: dict, shape: Shape) -> dict:
 
 
 @pytest.mark.parametrize(
-    "root", [BATCH_REQUEST, QUOTE_REQUEST, DROP_EDIT, CREDIT], ids=lambda s: s.name
+    "root",
+    [BATCH_REQUEST, QUOTE_REQUEST, DROP_EDIT, CREDIT, SIGN_IN, STATUS, MOVE, LOCATION],
+    ids=lambda s: s.name,
 )
 def test_each_declared_shape_is_described_field_for_field(components, root):
     for shape in shapes_in(root):

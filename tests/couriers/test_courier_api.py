@@ -145,6 +145,11 @@ def test_going_online_and_offline(open_for_business, dara):
     assert answer.status_code == 400 and answer.json()["error"]["details"][0]["field"] == "online"
 
 
+def drop_stops(route: dict) -> list[dict]:
+    """The route's drops, in the order to ride (without its pickups)."""
+    return [stop for stop in route["stops"] if stop["kind"] == "drop"]
+
+
 def test_the_route_lists_the_couriers_order_in_stop_order(open_for_business, alice, api, dara):
     courier, client = dara
     assert client.get("/route").json()["data"]["route"] is None
@@ -154,15 +159,22 @@ def test_the_route_lists_the_couriers_order_in_stop_order(open_for_business, ali
         {**drop("R-2"), "cod": {"amount": "12.50"}},
     )  # fmt: skip
     route = client.get("/route").json()["data"]["route"]
-    assert route["pass_order_id"] == str(first.order_id)
-    stops = route["stops"]
+    assert route["run_id"] == str(first.order_id)  # an order given before runs: its own run
+    pickup, *stops = route["stops"]
+    assert (pickup["kind"], pickup["pass_order_id"], pickup["drop_id"]) == (
+        "pickup", str(first.order_id), None
+    )  # fmt: skip
+    assert pickup["name"] == "Shop" and pickup["status"] == "ASSIGNED" and not pickup["done"]
+    assert pickup["address"] == "" and pickup["verification"] is None
     assert [s["drop_id"] for s in stops] == [str(first.pk), str(second.pk)]
-    assert [s["stop_sequence"] for s in stops] == [1, 2]
+    assert [s["stop_number"] for s in route["stops"]] == [1, 2, 3]
+    assert {s["pass_order_id"] for s in stops} == {str(first.order_id)}
     by_id = {s["client_order_id"]: s for s in stops}
-    assert by_id["R-1"]["recipient_first_name"] == "Sreyneang"
+    assert by_id["R-1"]["recipient_first_name"] == by_id["R-1"]["name"] == "Sreyneang"
     assert by_id["R-1"]["notes"] == "Blue gate" and by_id["R-1"]["status"] == "ASSIGNED"
     assert by_id["R-2"]["cod"] == {"amount": "12.50", "collected": False}
     assert by_id["R-1"]["cod"] is None and by_id["R-1"]["parcel"]["size"] == "S"
+    assert by_id["R-1"]["verification"] == {"pin": False, "scan": False, "signature": False}
 
 
 def test_a_parcel_s_weight_is_the_same_number_on_the_route_and_in_tracking(
@@ -175,7 +187,7 @@ def test_a_parcel_s_weight_is_the_same_number_on_the_route_and_in_tracking(
         drop("W-2"),  # says nothing of its parcel: the default 1 kg
     )  # fmt: skip
 
-    stops = client.get("/route").json()["data"]["route"]["stops"]
+    stops = drop_stops(client.get("/route").json()["data"]["route"])
     tracked = api.post("/orders/tracking", {"identifiers": ["W-1", "W-2"]}, alice.sandbox_key)
 
     on_route = {s["client_order_id"]: s["parcel"]["weight_kg"] for s in stops}
@@ -259,7 +271,8 @@ def test_a_pin_drop_needs_its_pin(open_for_business, alice, api, dara):
     (one,) = assigned_drops(
         api, alice, courier, {**drop("P-1"), "dropoff_verification": {"pin": True}}
     )
-    assert client.get("/route").json()["data"]["route"]["stops"][0]["needs_pin"] is True
+    (stop,) = drop_stops(client.get("/route").json()["data"]["route"])
+    assert stop["needs_pin"] is True and stop["verification"]["pin"] is True
     client.move(one.pk, to="PICKED_UP")
     one.refresh_from_db()
     wrong = "0000" if one.dropoff_pin != "0000" else "1111"
@@ -279,8 +292,8 @@ def test_failed_with_a_reason_then_returned(open_for_business, alice, api, dara)
     one.refresh_from_db()
     assert one.failure_reason == "RECIPIENT_UNAVAILABLE"
     # Failed, to be returned: still on the courier's route, so the app can take it back.
-    (stop,) = client.get("/route").json()["data"]["route"]["stops"]
-    assert stop["status"] == "FAILED"
+    pickup, stop = client.get("/route").json()["data"]["route"]["stops"]
+    assert stop["status"] == "FAILED" and pickup["done"]  # nothing left to take at the shop
     assert client.move(one.pk, to="RETURNING").status_code == 200
     assert client.move(one.pk, to="RETURNED", received_by="Shop clerk").status_code == 200
     assert Drop.objects.get(pk=one.pk).status == S.RETURNED

@@ -1,5 +1,5 @@
 """The offer in the courier app's pages, /courier/ (docs/couriers.md, "The offer"): the card
-of an online courier with no route (pickup, drops in stop order, vehicle, when it expires),
+of an online courier (what it adds, the run's stops in order, the minutes, when it expires),
 accept (the drops are theirs, the route shows in stop order), decline, an offer gone, another
 courier's offer (404), CSRF; all by plain form posts, as without JavaScript."""
 
@@ -53,30 +53,40 @@ def card_of(html: str) -> str:
     return found.group(0) if found else ""
 
 
-def test_the_card_shows_the_pickup_the_drops_in_order_the_vehicle_and_the_expiry(offered):
+def test_the_card_shows_the_pickup_the_stops_in_order_and_the_expiry(offered):
     order, offer, dara, _ = offered
     html = signed_in(dara).get("/courier/").content.decode()
     card = card_of(html)
-    assert "Pickup · Shop" in card and f"{SHOP['lat']},{SHOP['long']}" in card
-    assert "3 drops</strong> by motorbike" in card
+    assert "<strong>Pickup · Shop</strong> · 3 drops" in card
+    assert f"{SHOP['lat']},{SHOP['long']}" in card  # no address: where it is
     expires = timezone.localtime(offer.expires_at).strftime("%H:%M:%S")
     assert "Expires at <time datetime=" in card and f">{expires}</time>" in card
     left = int(re.search(r'data-seconds-left="(\d+)"', card).group(1))
     assert 50 <= left <= 60
-    # The stops in stop order, each with its distance from the one before, pickup first.
-    here, expected = (SHOP["lat"], SHOP["long"]), []
-    for number, one in enumerate(order.drops.order_by("stop_sequence"), start=1):
-        since = "the pickup" if number == 1 else f"stop {number - 1}"
-        expected.append(
-            f"Stop {number} · {haversine_km(*here, one.lat, one.long):.1f} km from {since}"
-        )
+    # The run in stop order, each stop with its distance from the one before, pickup first;
+    # nothing marked new (the courier has no run: it is all new). One order at a time from
+    # the dispatcher: no minutes said.
+    here, expected = (SHOP["lat"], SHOP["long"]), ["Stop 1 · Pickup · Shop"]
+    for number, one in enumerate(order.drops.order_by("stop_sequence"), start=2):
+        km = haversine_km(*here, one.lat, one.long)
+        expected.append(f"Stop {number} · Drop for Shop · {km:.1f} km from stop {number - 1}")
         here = (one.lat, one.long)
-    assert re.findall(r"<li>(.*?)</li>", card) == expected
+    assert re.findall(r"<li>(.*?)</li>", card.split('class="offer-stops"')[1]) == expected
+    assert 'class="new"' not in card and " min</strong>" not in card
     assert f'action="/courier/offers/{offer.pk}/accept"' in card
     assert f'action="/courier/offers/{offer.pk}/decline"' in html
     assert html.count('name="csrfmiddlewaretoken"') >= 3  # accept, decline, and the others
     assert re.search(r"data-no-offer hidden>No job offered", html)
     assert "data-wants-offer" not in html  # nothing to poll for while one shows
+
+
+def test_the_card_says_the_minutes_an_offer_adds(offered):
+    order, offer, dara, _ = offered
+    Offer.objects.filter(pk=offer.pk).update(extra_seconds=12 * 60 + 5)
+
+    card = card_of(signed_in(dara).get("/courier/").content.decode())
+
+    assert "<strong>+13 min</strong> to your day" in card  # a started minute counts
 
 
 def test_the_card_reads_the_pickups_address_as_text(offered):
@@ -91,7 +101,7 @@ def test_the_card_reads_the_pickups_address_as_text(offered):
     assert "complete_address" not in card
 
 
-def test_no_card_offline_on_a_route_or_without_an_offer(offered, api, shop):  # noqa: F811
+def test_no_card_offline_or_without_an_offer(offered, api, shop):  # noqa: F811
     order, offer, dara, sophea = offered
     waiting = signed_in(sophea).get("/courier/").content.decode()
     assert card_of(waiting) == "" and 'data-wants-offer="true"' in waiting
@@ -100,11 +110,12 @@ def test_no_card_offline_on_a_route_or_without_an_offer(offered, api, shop):  # 
     set_online(courier=dara, online=False)
     offline = signed_in(dara).get("/courier/").content.decode()
     assert card_of(offline) == "" and "data-wants-offer" not in offline
-    # Online again but on a route: the route, no card.
+    # Online again on a route, no offer: the route, no card, and the page asks for one (the
+    # planner adds to runs).
     set_online(courier=dara, online=True)
     assigned_drops(api, shop, dara)
     on_route = signed_in(dara).get("/courier/").content.decode()
-    assert card_of(on_route) == "" and "data-wants-offer" not in on_route
+    assert card_of(on_route) == "" and 'data-wants-offer="true"' in on_route
     assert 'id="route"' in on_route
 
 
@@ -123,7 +134,8 @@ def test_accepting_assigns_the_drops_and_shows_the_route_in_stop_order(offered):
     assert shown == [
         str(pk) for pk in order.drops.order_by("stop_sequence").values_list("pk", flat=True)
     ]
-    assert [f"Stop {n} ·" in html for n in (1, 2, 3)] == [True, True, True]
+    assert "<h2>Stop 1 · Pickup · Shop</h2>" in html  # then the drops, numbered on
+    assert [f"<h2>Stop {n} · " in html for n in (2, 3, 4)] == [True, True, True]
     # The phone posts again (a double tap): the same answer, nothing more.
     assert client.post(f"/courier/offers/{offer.pk}/accept").status_code == 302
 

@@ -108,7 +108,9 @@ def test_the_route_shows_each_stop_with_its_links_and_moves(
     )  # fmt: skip
     first = next(d for d in drops if d.client_order_id == "R-1")
     html = phone_of(courier).get("/courier/").content.decode()
-    assert f"Stop {drops.index(first) + 1} · Sreyneang" in html and "Phan" not in html
+    # Numbered by its place in the run: the order's pickup is stop 1.
+    assert f"Stop {drops.index(first) + 2} · Sreyneang" in html and "Phan" not in html
+    assert html.index(f'id="pickup-{first.order_id}"') < html.index(f"stop-{drops[0].pk}")
     assert "Blue &lt;gate&gt;" in html  # escaped
     assert f"tel:{first.recipient_phone}" in html
     lat_long = f"{first.lat},{first.long}"
@@ -124,8 +126,8 @@ def test_the_route_shows_each_stop_with_its_links_and_moves(
 def test_addresses_read_as_text_on_the_route_and_in_its_json(
     open_for_business, alice, api, dara, phone_of
 ):
-    """Its complete_address, else its parts joined: never a Python dict on the page; the
-    API keeps the object as sent and says the same text beside it."""
+    """Its complete_address, else its parts joined: never a Python dict on the page nor in
+    the API's route (docs/contract.md §24)."""
     courier, app = dara
     first, second = assigned_drops(api, alice, courier)
     Drop.objects.filter(pk=first.pk).update(address={"complete_address": "St 271, Toul Kork"})
@@ -142,12 +144,10 @@ def test_addresses_read_as_text_on_the_route_and_in_its_json(
     assert '<p class="address">St 271, Toul Kork</p>' in html
     assert '<p class="address">St 310, Boeng Keng Kang 1, Phnom Penh</p>' in html
     assert "complete_address" not in html and "{&#x27;" not in html
-    assert route["pickup"]["address"] == {"complete_address": "Central Market, Phnom Penh"}
-    assert route["pickup"]["address_text"] == "Central Market, Phnom Penh"
     stops = {stop["drop_id"]: stop for stop in route["stops"]}
-    assert stops[str(second.pk)]["address"] == parts
-    assert stops[str(second.pk)]["address_text"] == "St 310, Boeng Keng Kang 1, Phnom Penh"
-    assert stops[str(first.pk)]["address_text"] == "St 271, Toul Kork"
+    assert stops[None]["address"] == "Central Market, Phnom Penh"  # the pickup
+    assert stops[str(second.pk)]["address"] == "St 310, Boeng Keng Kang 1, Phnom Penh"
+    assert stops[str(first.pk)]["address"] == "St 271, Toul Kork"
 
 
 def test_moves_by_form_post_pick_up_and_deliver_with_pin_and_cash(

@@ -105,7 +105,8 @@ def test_an_edit_of_what_a_stop_shows_changes_the_version_and_says_what(
 
     after = client.get("/route").json()["data"]
     assert after["route"]["version"] != before["route"]["version"]
-    assert after["route"]["stops"][0]["notes"] == "Blue gate"
+    pickup, stop = after["route"]["stops"]
+    assert pickup["kind"] == "pickup" and stop["notes"] == "Blue gate"
     [change] = changes_since(client, before["as_of"])
     assert change["kind"] == "edited" and change["drop_id"] == str(one.pk)
     assert change["message"] == "The phone number and notes of Sokha's delivery changed."
@@ -225,8 +226,8 @@ def test_a_delivered_stop_sent_again_answers_done_without_the_recipient(
     assert len(shown) == 3
     for stop in shown:
         assert stop["done"] and stop["cod"] == {"amount": "12.50", "collected": True}
-        hidden = ("phone", "lat", "long", "address", "notes")
-        assert all(stop[name] is None for name in hidden) and stop["address_text"] == ""
+        hidden = ("phone", "lat", "long", "notes")
+        assert all(stop[name] is None for name in hidden) and stop["address"] == ""
     assert DeliveryEvent.objects.filter(drop_id=one.pk, status=S.DELIVERED).count() == 1
 
 

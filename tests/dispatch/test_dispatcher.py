@@ -133,11 +133,16 @@ def test_drops_are_sequenced_before_the_offer_and_the_offer_shows_them(api, shop
     km = dict(order.drops.values_list("client_order_id", "route_km"))
     assert 0 < km["NEAR"] < km["FAR"]
     offer = client.get("/offer").json()["data"]["offer"]
-    assert [d["stop_sequence"] for d in offer["drops"]] == [1, 2]
-    assert [d["drop_id"] for d in offer["drops"]] == [
-        str(order.drops.get(client_order_id=c).pk) for c in ("NEAR", "FAR")
+    [offered] = offer["orders"]
+    assert [d["stop_sequence"] for d in offered["drops"]] == [1, 2]
+    in_order = [str(order.drops.get(client_order_id=c).pk) for c in ("NEAR", "FAR")]
+    assert [d["drop_id"] for d in offered["drops"]] == in_order
+    assert offered["vehicle"] == "motorbike" and offered["pickup"]["name"]
+    # The run it makes: the pickup, then the drops in stop order.
+    assert [(s["kind"], s["drop_id"]) for s in offer["stops"]] == [
+        ("pickup", None),
+        *[("drop", drop_id) for drop_id in in_order],
     ]
-    assert offer["vehicle"] == "motorbike" and offer["pickup"]["name"]
 
 
 def test_sandbox_orders_are_never_dispatched(api, shop, courier_near):

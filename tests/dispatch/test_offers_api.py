@@ -36,8 +36,9 @@ def offered(api, shop, courier_near):
 def test_the_offer_is_shown_to_its_courier_only(offered):
     order, offer, dara, sophea = offered
     shown = dara.get("/offer").json()["data"]["offer"]
-    assert shown["offer_id"] == str(offer.pk) and shown["pass_order_id"] == str(order.pk)
-    assert shown["expires_at"].endswith("Z") and len(shown["drops"]) == 2
+    [offered] = shown["orders"]
+    assert shown["offer_id"] == str(offer.pk) and offered["pass_order_id"] == str(order.pk)
+    assert shown["expires_at"].endswith("Z") and len(offered["drops"]) == 2
     assert sophea.get("/offer").json()["data"] == {"offer": None}
 
 
@@ -46,8 +47,10 @@ def test_accepting_assigns_every_drop_and_answers_the_route_and_again_the_same(o
     answer = dara.post(f"/offers/{offer.pk}/accept", {})
     assert answer.status_code == 200, answer.content
     route = answer.json()["data"]["route"]
-    assert route["pass_order_id"] == str(order.pk)
-    assert [s["stop_sequence"] for s in route["stops"]] == [1, 2]
+    assert {s["pass_order_id"] for s in route["stops"]} == {str(order.pk)}
+    assert [s["kind"] for s in route["stops"]] == ["pickup", "drop", "drop"]
+    assert [s["stop_sequence"] for s in route["stops"][1:]] == [1, 2]
+    assert [s["stop_number"] for s in route["stops"]] == [1, 2, 3]
     assert set(order.drops.values_list("status", flat=True)) == {DropStatus.ASSIGNED}
     order.refresh_from_db()
     assert order.driver_id == offer.courier_id

@@ -87,8 +87,10 @@ def test_the_courier_route_follows_the_stop_order(api, shop, courier_near):
     dispatch_waiting()
     offer = client.get("/offer").json()["data"]["offer"]
     route = client.post(f"/offers/{offer['offer_id']}/accept", {}).json()["data"]["route"]
-    assert [s["client_order_id"] for s in route["stops"]] == ["NEAR", "MID", "FAR"]
-    assert [s["stop_sequence"] for s in route["stops"]] == [1, 2, 3]
+    drops = [s for s in route["stops"] if s["kind"] == "drop"]
+    assert route["stops"][0]["kind"] == "pickup"
+    assert [s["client_order_id"] for s in drops] == ["NEAR", "MID", "FAR"]
+    assert [s["stop_sequence"] for s in drops] == [1, 2, 3]
 
 
 def test_a_group_larger_than_a_round_keeps_no_stop_order(api, shop, courier_near):

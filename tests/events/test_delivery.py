@@ -1,7 +1,9 @@
 """Sending webhooks (docs/contract.md §11), in-process against a real receiver on loopback.
 
-`send_due_deliveries_of` is what the worker's task runs; calling it here is the worker's
-work minus the process (tests/events/test_worker_deliveries.py runs real workers). Every
+`send_due_deliveries_of` is what a send task runs; outside a task worker it sends in the
+caller's thread with the worker's sender (events.delivery.Sender), so calling it here is the
+worker's work minus the process (tests/events/test_worker_deliveries.py and
+test_hanging_receivers.py run real workers). Every
 request the receiver records was verified with the `standardwebhooks` library.
 """
 
@@ -9,20 +11,21 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 from django.utils import timezone
 from django_tasks import TaskResultStatus
-from django_tasks_db.models import DBTaskResult, get_date_max
+from django_tasks_db.models import DBTaskResult
 
-from events.delivery import _take_turn, claim_due, lease_seconds
+from events.delivery import claim_due, lease_seconds
 from events.endpoints import resend_delivery, rotate_secret, send_test_event
 from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
 from events.selectors import event_object
+from events.services import record_events
 from events.tasks import purge_old_events, send_due_deliveries_of, sweep_deliveries
 from events.transport import USER_AGENT
 from tests.events.webhooks import deliveries_of, emit, make_endpoint, public_ids
@@ -63,9 +66,10 @@ def test_each_event_is_posted_signed_as_standard_webhooks(alice, endpoint, webho
     assert send_due_deliveries_of(endpoint.pk) == 3
     took_ms, sent_by = (time.monotonic() - started) * 1000, time.time()
 
-    received = webhook_receiver.received
-    assert [r.id for r in received] == public_ids(events)  # creation order
-    for request, event in zip(received, events, strict=True):
+    received = {r.id: r for r in webhook_receiver.received}
+    assert sorted(received) == sorted(public_ids(events))  # about no drop: side by side
+    for event in events:
+        request = received[event.public_id]
         assert request.verified
         assert request.json == event_object(event)
         assert request.headers["content-type"] == "application/json"
@@ -258,14 +262,15 @@ def test_a_failure_while_its_owner_switched_it_off_waits_for_it_to_be_back(
 ):
     from events import delivery as sending
 
-    real_attempt = sending.attempt
+    real_start = sending.start
 
-    def attempt_then_switched_off(*args):
-        outcome = real_attempt(*args)
+    def attempt_then_switched_off(request):
+        attempt = real_start(request)
+        attempt.result()  # answered: its owner switches the endpoint off before it is recorded
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
-        return outcome
+        return attempt
 
-    monkeypatch.setattr(sending, "attempt", attempt_then_switched_off)
+    monkeypatch.setattr(sending, "start", attempt_then_switched_off)
     webhook_receiver.answer(500)
     emit(alice, 2)
 
@@ -300,92 +305,80 @@ def test_concurrent_tasks_of_one_endpoint_send_each_delivery_once(
     for thread in threads:
         thread.join()
 
-    assert sum(counts) == 200 and max(counts) == 200  # one sender at a time: one sent all
+    assert sum(counts) == 200  # the senders claimed side by side
     assert sorted(webhook_receiver.ids()) == sorted(public_ids(events))  # each exactly once
     assert all(r.verified for r in webhook_receiver.received)
     assert {d.status for d in deliveries_of(endpoint)} == {DeliveryStatus.SUCCEEDED}
 
 
-def test_deliveries_that_arrive_as_a_turn_ends_get_a_task(
-    alice, endpoint, webhook_receiver, monkeypatch
-):
-    from events import delivery
-
-    emit(alice)
-    DBTaskResult.objects.all().delete()
-    real_end_turn, late = delivery._end_turn, []
-
-    def end_turn(business_id, lease):
-        if not late:  # just before the sender gives up its turn, new events come
-            late.extend(emit(alice, 2))
-            DBTaskResult.objects.all().delete()
-            assert send_due_deliveries_of(endpoint.pk) == 0  # their task: the turn is taken
-        return real_end_turn(business_id, lease)
-
-    monkeypatch.setattr(delivery, "_end_turn", end_turn)
-
-    assert send_due_deliveries_of(endpoint.pk) == 1
-    [task] = queued_sends(endpoint)  # it looked again as the turn ended: a task for them
-    assert task.run_after == get_date_max()  # now, at the back of the queue
-    assert task.task.call(*task.args_kwargs["args"]) == 2
-    assert webhook_receiver.ids()[1:] == public_ids(late)
+# --- many in flight: a sender's room, an endpoint's share, a drop's order -----------------------
 
 
-# --- one business, one sender; each of its endpoints at once (docs/webhooks.md) -----------------
+def answered_before(endpoint: WebhookEndpoint) -> None:
+    """As if the endpoint had answered 2xx before: it may have WEBHOOK_PER_ENDPOINT at once."""
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(last_success_at=timezone.now())
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_business_has_one_sender_however_many_ask_at_once(alice, bob, start_receiver):
-    url = start_receiver().url()
-    bobs = [make_endpoint(bob, url, environment=env) for env in ("sandbox", "live") * 6]
-    alices = make_endpoint(alice, url)
-    barrier = threading.Barrier(len(bobs))
-
-    def take(endpoint):
-        barrier.wait(10)
-        turn = _take_turn(endpoint.pk)
-        return None if turn is None else turn[0]
-
-    for _ in range(3):  # a race: run it a few times
-        WebhookEndpoint.objects.update(sending_until=None)
-        with ThreadPoolExecutor(max_workers=len(bobs)) as pool:
-            turns = list(pool.map(lambda e: in_own_connection(lambda: take(e)), bobs))
-        assert turns.count(bob.business.pk) == 1
-        assert turns.count(None) == len(bobs) - 1
-
-    held = WebhookEndpoint.objects.filter(business=bob.business, sending_until__gt=timezone.now())
-    assert held.count() == len(bobs)  # the turn is the business's
-    assert _take_turn(alices.pk)[0] == alice.business.pk  # another business is not counted
-    WebhookEndpoint.objects.update(sending_until=timezone.now())  # every turn's lease ends
-    assert _take_turn(bobs[-1].pk)[0] == bob.business.pk  # a dead sender's turn comes back
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_task_refused_the_turn_returns_and_the_sender_sends_its_deliveries(alice, start_receiver):
-    slow, other = start_receiver().slow(1), start_receiver()
-    busy = make_endpoint(alice, slow.url(), types=[EventType.BATCH_CREATED])
-    waiting = make_endpoint(alice, other.url(), types=[EventType.ORDER_STATUS_CHANGED])
-    slow.trust(busy.secret)
-    other.trust(waiting.secret)
-    emit(alice, 3)
-    DBTaskResult.objects.all().delete()
-    counts = []
-    sender = threading.Thread(
-        target=in_own_connection, args=(lambda: counts.append(send_due_deliveries_of(busy.pk)),)
+def most_at_once(arrivals: list[float], held: float) -> int:
+    """The most requests in flight together, each held `held` s by its receiver: those that
+    arrived within less than that of one another were all in flight at once."""
+    arrivals = sorted(arrivals)
+    return max(
+        sum(1 for other in arrivals if first <= other < first + held * 0.75) for first in arrivals
     )
-    sender.start()
-    slow.wait_for(1)  # its business's sender is busy with the slow endpoint...
-    [event] = emit(alice, type=EventType.ORDER_STATUS_CHANGED)
 
-    assert send_due_deliveries_of(waiting.pk) == 0  # ...so this task returns at once,
-    assert sender.is_alive()  # not after the busy sender's turn
-    # and the sender, looking again, sends it on a thread of its own, not after the slow ones
-    [received] = other.wait_for(1, timeout=10)
-    assert received.id == event.public_id and received.verified
-    sender.join()
-    assert received.arrived < slow.received[-1].arrived
-    assert counts == [4] and len(slow.received) == 3
-    assert len(queued_sends(waiting)) == 1 and not queued_sends(busy)  # the event's own task
+
+def test_an_endpoint_has_one_attempt_in_flight_until_it_answers_then_five(
+    alice, endpoint, webhook_receiver
+):
+    webhook_receiver.slow(0.4)
+    emit(alice, 11)
+
+    assert send_due_deliveries_of(endpoint.pk) == 11
+
+    arrivals = sorted(r.arrived for r in webhook_receiver.received)
+    assert arrivals[1] - arrivals[0] >= 0.4  # the second waited for the first answer
+    assert most_at_once(arrivals, 0.4) == 5  # then WEBHOOK_PER_ENDPOINT at once, no more
+    assert {d.status for d in deliveries_of(endpoint)} == {DeliveryStatus.SUCCEEDED}
+
+
+def test_a_sender_keeps_at_most_webhook_concurrency_in_flight(settings, alice, start_receiver):
+    settings.WEBHOOK_CONCURRENCY = 3
+    receivers = [start_receiver().slow(0.4) for _ in range(2)]
+    for receiver in receivers:
+        endpoint = make_endpoint(alice, receiver.url())
+        receiver.trust(endpoint.secret)
+        answered_before(endpoint)
+    emit(alice, 5)
+
+    assert send_due_deliveries_of(endpoint.pk) == 10
+
+    arrivals = [r.arrived for receiver in receivers for r in receiver.received]
+    assert most_at_once(arrivals, 0.4) == 3
+    assert all(r.verified for receiver in receivers for r in receiver.received)
+
+
+def test_a_drops_deliveries_go_one_at_a_time_in_order_beside_the_others(
+    alice, endpoint, webhook_receiver
+):
+    answered_before(endpoint)
+    webhook_receiver.slow(0.3)
+    with transaction.atomic():
+        events = record_events(
+            business_id=alice.business.pk,
+            environment="sandbox",
+            event_type=EventType.ORDER_STATUS_CHANGED,
+            payloads=[{"drop_id": drop, "n": n} for n, drop in enumerate("ABACA")],
+            at=timezone.now(),
+        )
+
+    assert send_due_deliveries_of(endpoint.pk) == 5
+
+    arrived = {r.id: r.arrived for r in webhook_receiver.received}
+    a1, b, a2, c, a3 = (arrived[event.public_id] for event in events)
+    assert a1 < a2 < a3  # the drop's in order, each after the answer to the one before
+    assert a2 - a1 >= 0.3 and a3 - a2 >= 0.3
+    assert abs(b - a1) < 0.25 and abs(c - a1) < 0.25  # the other drops' beside the first
 
 
 @pytest.mark.django_db(transaction=True)
@@ -397,40 +390,17 @@ def test_a_sender_sends_to_each_endpoint_of_its_business_at_once(alice, start_re
     emit(alice, 20, type=EventType.ORDER_STATUS_CHANGED)
     DBTaskResult.objects.all().delete()
 
-    started = time.monotonic()
     assert send_due_deliveries_of(slow.pk) == 24  # one task: the business's due deliveries
 
-    assert time.monotonic() - started >= 4 * 0.5  # the slow one's four in a row
-    # and the fast one's twenty beside them, all in before the slow one's last
+    # The slow one's first alone (it has not answered yet), then its other three at once;
+    # the fast one's twenty beside them, all in before the slow one's last.
     assert second.received[-1].arrived < first.received[-1].arrived
-    assert first.ids() == public_ids(slow_events)  # each endpoint's in order
+    assert sorted(first.ids()) == sorted(public_ids(slow_events))
+    assert first.ids()[0] == slow_events[0].public_id
     assert len(second.received) == 20 and not queued_sends(fast)
 
 
-# --- bounded tasks: a slow endpoint, a hanging one ----------------------------------------------
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_busy_business_yields_the_worker_after_its_budget(
-    settings, alice, endpoint, webhook_receiver
-):
-    settings.WEBHOOK_TIMEOUT_SECONDS = 0.5  # the budget is three timeouts: 1.5 s
-    webhook_receiver.slow(0.3)
-    emit(alice, 10)
-    DBTaskResult.objects.all().delete()
-
-    started = time.monotonic()
-    sent = send_due_deliveries_of(endpoint.pk)
-
-    # It sent until its budget was spent (ten answers take 3 s), then yielded the rest.
-    assert 1 <= sent < 10 and time.monotonic() - started >= 1.5
-    deliveries = deliveries_of(endpoint)
-    assert [d.status for d in deliveries[:sent]] == [DeliveryStatus.SUCCEEDED] * sent
-    rest = deliveries[sent:]
-    # The unsent ones are handed back, due now, and a task is queued for them.
-    assert all(d.attempts == 0 and d.next_attempt_at <= timezone.now() for d in rest)
-    [task] = queued_sends(endpoint)
-    assert task.run_after == get_date_max()  # now, at the back of the queue
+# --- a hanging endpoint ------------------------------------------------------------------------
 
 
 def test_a_timeout_stops_the_task_and_pauses_the_endpoint(settings, alice, start_receiver):
@@ -649,11 +619,13 @@ def test_a_delivery_claimed_by_a_worker_that_died_is_sent_after_its_lease(
     clock, alice, endpoint, webhook_receiver
 ):
     [event] = emit(alice)
-    assert _take_turn(endpoint.pk)  # a sender takes its business's turn,
-    [claimed] = claim_due(endpoint_id=endpoint.pk, limit=50)  # claims, and is killed
+    [claimed] = claim_due(endpoint_id=endpoint.pk, limit=50)  # a sender claims, and is killed
     DBTaskResult.objects.all().delete()
 
     assert send_due_deliveries_of(endpoint.pk) == 0  # leased: not sent twice meanwhile
+    [at_lease_end] = queued_sends(endpoint)  # a task is asked for when the lease ends...
+    assert at_lease_end.run_after == Delivery.objects.get(pk=claimed.pk).next_attempt_at
+    at_lease_end.delete()  # ...and were it lost, the sweep still finds the delivery
     assert sweep_deliveries.call() == 0
     clock.shift(timedelta(seconds=lease_seconds()))
     assert sweep_deliveries.call() == 1  # due again: a task is asked for

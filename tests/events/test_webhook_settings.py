@@ -15,6 +15,7 @@ def test_the_defaults_are_the_designs():
     assert settings.WEBHOOK_DISABLE_AFTER_DAYS == 5
     assert settings.WEBHOOK_TIMEOUT_SECONDS == 10
     assert settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS == 3
+    assert settings.WEBHOOK_CONCURRENCY == 100 and settings.WEBHOOK_PER_ENDPOINT == 5
     assert settings.EVENT_RETENTION_DAYS == 30
     assert settings.WEBHOOK_ALLOW_PRIVATE_URLS is False
 

@@ -16,7 +16,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from events.models import Delivery, DeliveryStatus, Event, EventType, WebhookEndpoint
+from events.models import Delivery, DeliveryStatus, Event, EventType
 from events.tasks import send_due_deliveries_of, sweep_deliveries
 from tests.events.webhooks import deliveries_of, emit, make_endpoint
 from tests.reliability.batch_hold import large_batch, open_all_day
@@ -119,12 +119,10 @@ def test_a_worker_killed_mid_delivery_loses_nothing(alice, webhook_receiver, tmp
     [delivery] = deliveries_of(endpoint)
     assert delivery.status == DeliveryStatus.PENDING and delivery.attempts == 0
     assert delivery.next_attempt_at > timezone.now()  # still leased to the dead worker
-    assert turn_held(alice)  # and so is its business's turn: a task for it returns at once
     assert send_due_deliveries_of(endpoint.pk) == 0 and sweep_deliveries.call() == 0
 
     with db_worker(tmp_path / "second.log", env=env):
-        wait_for("the lease to run out", lambda: is_due(delivery), timeout=15)
-        wait_for("the turn's lease to run out", lambda: not turn_held(alice), timeout=5)
+        wait_for("the lease to run out", lambda: is_due(delivery), timeout=20)
         sweep_deliveries.enqueue()  # the minute's sweep (core/schedule.py)
         webhook_receiver.wait_for(2)
         wait_for("the delivery to settle", lambda: settled(endpoint))
@@ -157,10 +155,9 @@ def test_a_hanging_receiver_delays_neither_the_api_nor_other_businesses(
         hanging.wait_for(1)  # one worker is now held by the hanging endpoint
         healthy.wait_for(1, timeout=8)
         # While it hangs: the API answers, its business's other endpoint gets each batch's
-        # event (the business's sender sends to it on a thread of its own), and another
-        # business's events reach it on the other worker, though every batch also asks for
-        # tasks for the hanging endpoint and its business's other one (they find their
-        # business's sender running and return). "While": the hanging attempt, 10 s long,
+        # event, and another business's events reach it, though every batch also asks for
+        # tasks for the hanging endpoint (they wake a worker's sender, which has the hanging
+        # attempt in flight beside the others). "While": the hanging attempt, 10 s long,
         # is not recorded yet when they are all in (bounds by order, not by the clock).
         for n in range(1, 5):
             bulk(api, shop, f"batch-{n}")
@@ -197,7 +194,7 @@ def test_a_hanging_endpoint_never_delays_its_business_other_endpoints_on_one_wor
     fine = make_endpoint(shop, healthy.url())
     healthy.trust(fine.secret)
 
-    with db_worker(tmp_path / "worker.log", env=LOOPBACK):  # one worker: the business's turn
+    with db_worker(tmp_path / "worker.log", env=LOOPBACK):  # one worker, one sender
         bulk(api, shop, "first")
         hanging.wait_for(1)
         healthy.wait_for(1, timeout=8)
@@ -217,11 +214,11 @@ def test_a_hanging_endpoint_never_delays_its_business_other_endpoints_on_one_wor
     ]
 
 
-def test_a_worker_asked_to_stop_mid_turn_stops_after_the_attempt_under_way(
+def test_a_worker_asked_to_stop_mid_flight_stops_after_the_attempts_under_way(
     alice, webhook_receiver, tmp_path
 ):
-    """A graceful stop (SIGTERM) waits for the attempt in flight, not for the rest of the
-    business's turn (up to 3 timeouts): what is left stays due for the next worker."""
+    """A graceful stop (SIGTERM) waits for the attempts in flight, records them, and starts
+    no more: what is left stays due for the next worker."""
     endpoint = make_endpoint(alice, webhook_receiver.url())
     webhook_receiver.trust(endpoint.secret).slow(1.0)  # 20 answers would take 20 s
     worker = Worker(connection.settings_dict, tmp_path / "worker.log", env=LOOPBACK).start()
@@ -234,22 +231,21 @@ def test_a_worker_asked_to_stop_mid_turn_stops_after_the_attempt_under_way(
     finally:
         worker.kill()
 
-    # The rest of the turn would be 19 answers of 1 s each: the stop waits for far less.
+    # The rest would be 19 answers of 1 s each, 5 at a time: the stop waits for far less.
     assert took < 10, f"the stop took {took:.1f} s"
     sent = len(webhook_receiver.received)
     assert 1 <= sent < 12
+    assert Delivery.objects.filter(endpoint=endpoint).exclude(attempts=0).count() == sent
     pending = Delivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING)
-    assert pending.count() >= 20 - sent  # none lost: the unsent are left to the next worker
-    assert not turn_held(alice)  # and the turn is given up, not left to its lease
-
-
-def turn_held(tenant) -> bool:
-    endpoints = WebhookEndpoint.objects.filter(business=tenant.business)
-    return endpoints.filter(sending_until__gt=timezone.now()).exists()
+    assert pending.count() == 20 - sent  # none lost: the unsent are left to the next worker
+    # and none is left leased to the stopped worker: due at once for the next one
+    assert not pending.filter(next_attempt_at__gt=timezone.now()).exists()
 
 
 def is_due(delivery: Delivery) -> bool:
-    return Delivery.objects.get(pk=delivery.pk).next_attempt_at <= timezone.now()
+    """Due, or already sent: a worker's sender sends it the moment its lease ends."""
+    due = Delivery.objects.get(pk=delivery.pk).next_attempt_at
+    return due is None or due <= timezone.now()
 
 
 def bulk(api, shop, client_batch_id: str) -> None:
@@ -272,7 +268,9 @@ def test_internal_addresses_are_refused_at_delivery_with_production_settings(
 
     with db_worker(tmp_path / "worker.log"):  # WEBHOOK_ALLOW_PRIVATE_URLS unset: production
         emit(alice)
-        wait_until_idle()
+        # The tasks only wake the worker's sender: wait for the attempts themselves.
+        attempted = Delivery.objects.filter(endpoint__in=endpoints).exclude(attempts=0)
+        wait_for("every delivery attempted", lambda: attempted.count() == len(endpoints))
 
     for endpoint in endpoints:
         [delivery] = deliveries_of(endpoint)

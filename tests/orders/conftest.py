@@ -14,14 +14,17 @@ WAIT_SECONDS = 20
 
 @pytest.fixture
 def first_batch_held(monkeypatch):
-    """Hold the first batch that opens its till; the returned Event lets it go on."""
+    """Hold the first batch that opens its till; the returned Event lets it go on, and its
+    `holding` Event is set once that batch is held (its claims taken)."""
     release = threading.Event()
+    release.holding = threading.Event()
     first = threading.Lock()
     open_till = services.open_till
 
     def held_open_till(**kwargs):
         till = open_till(**kwargs)
         if first.acquire(blocking=False):
+            release.holding.set()
             release.wait(WAIT_SECONDS)
         return till
 

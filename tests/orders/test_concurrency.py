@@ -26,7 +26,6 @@ from tests.fixtures import Api
 from tests.helpers import in_own_connection, wait_until
 from tests.orders.conftest import (
     WAIT_SECONDS,
-    sessions_in_transaction,
     sessions_waiting_on_a_lock,
 )
 
@@ -191,7 +190,7 @@ def test_a_batch_waiting_on_an_id_that_ends_failed_is_processed_fresh(
     good = batch(group(drop("G-1")), client_batch_id="B")
     with ThreadPoolExecutor(max_workers=2) as pool:
         first = pool.submit(in_own_connection, lambda: Api().bulk(failing, alice.sandbox_key))
-        wait_until(lambda: sessions_in_transaction() >= 1)
+        assert first_batch_held.holding.wait(WAIT_SECONDS)  # the first holds "B"
         second = pool.submit(in_own_connection, lambda: Api().bulk(good, alice.sandbox_key))
         wait_until(lambda: sessions_waiting_on_a_lock() >= 1)
         first_batch_held.set()

@@ -2,7 +2,7 @@
 HAProxy, two app instances, PgBouncer in transaction mode, Redis and two workers, no faults;
 every invariant it prints must hold (it exits 1 otherwise). Six simulated couriers
 (bench/couriers_sim.py) take the dispatcher's offers of the integrators' live batches and
-deliver them: no order assigned twice, no offer to a courier on a route, every
+deliver them: no order assigned twice, no offer of an order another courier holds, every
 waiting live order served. `make cluster-test` is the long run with faults, outside the
 suite for its length."""
 
@@ -31,7 +31,7 @@ def test_the_short_cluster_run_keeps_every_invariant():
     assert done.stdout.count("PASS ") == 12
     for dispatch_invariant in (
         "no order assigned twice",
-        "no offer to a courier already on a route",
+        "no offer of an order another courier holds",
         "every waiting live order assigned, offered or flagged",
         "couriers delivered, with no 5xx but the documented 503",
         "cash custody adds up: businesses' COD collected = couriers' = in hand + handed over",

@@ -16,6 +16,7 @@ from accounts.models import ApiKey, Business, Environment, Membership
 from console.provisioning import provision_business
 from couriers.models import Driver
 from couriers.services import provision_courier
+from dashboard.models import PickupPlace
 from geo.demo import seed_region
 
 DEMO_EMAIL = "demo@example.com"
@@ -136,6 +137,13 @@ class Command(BaseCommand):
                 key_label=DEMO_KEY_LABEL,
             ).business
         dashboard_login = ensure_demo_login(business)
+        # A saved pickup place, so New delivery books at once (docs/dashboard.md).
+        PickupPlace.objects.get_or_create(
+            business=business,
+            name="Demo Shop, Riverside",
+            defaults={"phone": "+85512345678", "address": "Sisowath Quay, Phnom Penh",
+                      "lat": 11.5690, "long": 104.9310},
+        )  # fmt: skip
         courier_login = ensure_demo_courier()
         key = demo_key(business, opts.get("key_file"))
         self.stdout.write(f"Demo business: {business.name} ({business.stage})")

@@ -1,8 +1,10 @@
 /* The dispatch board's map (console/dispatch.py, templates/admin/dispatch/board.html): the
-   waiting orders' pickups and the couriers online as pins, from the JSON in #board-data, then
-   from the board's data view every refresh_seconds, without reloading the page. The same
-   Leaflet setup as the dashboard's maps (static/dashboard/maps.js): our own copy of Leaflet,
-   tiles only when a tile URL is configured, L.divIcon pins styled by CSS (console.css). */
+   waiting orders' pickups and the couriers online as pins, each courier's run as a line from
+   their pin through the stops they have left (pickups and drops marked), from the JSON in
+   #board-data, then from the board's data view every refresh_seconds, without reloading the
+   page. The same Leaflet setup as the dashboard's maps (static/dashboard/maps.js): our own
+   copy of Leaflet, tiles only when a tile URL is configured, L.divIcon pins and the lines
+   styled by CSS (console.css). */
 (function () {
   "use strict";
   var source = document.getElementById("board-data");
@@ -22,6 +24,8 @@
     }).addTo(map);
   }
   var pins = L.layerGroup().addTo(map);
+  // A courier's state in the couriers table's words.
+  var STATES = { free: "free", offered: "offered an order", on_route: "on a run" };
   var framed = false;
 
   // front: drawn over the others at one place (an urgent pickup over a plain one).
@@ -37,9 +41,28 @@
     });
   }
 
+  // A courier's run: a line from their pin through the stops left, each stop marked.
+  function drawRun(courier, points) {
+    var line = [[courier.position.lat, courier.position.long]];
+    courier.run.forEach(function (stop, index) {
+      var label = courier.name + ": stop " + (index + 1) + " of " + courier.run.length + ", " + stop.kind;
+      var icon = L.divIcon({
+        className: "board-stop board-stop-" + stop.kind, html: "<span></span>",
+        iconSize: [12, 12], iconAnchor: [6, 6],
+      });
+      L.marker([stop.lat, stop.long], { icon: icon, title: label, alt: label, keyboard: false })
+        .addTo(pins);
+      line.push([stop.lat, stop.long]);
+      points.push([stop.lat, stop.long]);
+    });
+    L.polyline(line, { className: "board-run", weight: 3, opacity: 0.8, interactive: false })
+      .addTo(pins);
+  }
+
   function draw(board) {
     pins.clearLayers();
     var points = [];
+    var runs = 0;
     board.orders.forEach(function (order) {
       var urgent = order.at_risk || order.flagged_at;
       var shop = order.pickup.name + (order.for_business ? " (" + order.for_business + ")" : "");
@@ -48,18 +71,26 @@
         .addTo(pins);
       points.push([order.pickup.lat, order.pickup.long]);
     });
+    var couriers = 0;
     board.couriers.forEach(function (courier) {
       var at = courier.position;
       if (!at) {
         return;
       }
       var classes = "board-pin-" + courier.state + (at.live ? "" : " board-pin-stale");
-      var label = courier.name + " (" + courier.vehicle + ", " + courier.state.replace("_", " ") + ")";
+      var label = courier.name + " (" + courier.vehicle + ", " + (STATES[courier.state] || courier.state) + ")";
+      if (courier.run.length) {
+        label += ", " + courier.run.length + " stop(s) left";
+        drawRun(courier, points);
+        runs += 1;
+      }
       pin(classes, at.lat, at.long, label, "round").addTo(pins);
       points.push([at.lat, at.long]);
+      couriers += 1;
     });
     holder.setAttribute("data-orders", String(board.orders.length));
-    holder.setAttribute("data-couriers", String(points.length - board.orders.length));
+    holder.setAttribute("data-couriers", String(couriers));
+    holder.setAttribute("data-runs", String(runs));
     if (!framed) {
       // Framed once: a refresh keeps where the operator panned and zoomed to.
       if (points.length) {

@@ -1,5 +1,6 @@
-"""db_worker: django_tasks_db's task worker, with the periodic jobs' scheduler beside it, and
-a loop that outlives the database going away.
+"""db_worker: django_tasks_db's task worker, with the periodic jobs' scheduler and the
+TASK_WORKER_COMPANIONS (the webhook sender) beside it, and a loop that outlives the database
+going away.
 
 Django takes a command from the first app in INSTALLED_APPS that has it, and core comes
 before django_tasks_db, so `manage.py db_worker` is this one. Every worker runs the
@@ -15,13 +16,16 @@ sweep, the scenario runs).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import time
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
+from django.utils.module_loading import import_string
 from django_tasks_db.management.commands import db_worker as upstream
 from django_tasks_db.management.commands.db_worker import Command as WorkerCommand
 from django_tasks_db.management.commands.db_worker import valid_interval
@@ -117,10 +121,12 @@ class Command(WorkerCommand):
         # With --reload the command runs twice: a parent that only watches the files and a
         # child that works. Only a working process schedules; --batch drains and exits.
         watcher = options["reload"] and os.environ.get(DJANGO_AUTORELOAD_ENV) != "true"
-        if not scheduler or options["batch"] or watcher:
+        if options["batch"] or watcher:
             return super().handle(**options)
-        clock = Scheduler(worker_id=options["worker_id"], every=scheduler_interval).start()
-        try:
+        with contextlib.ExitStack() as running:
+            if scheduler:
+                clock = Scheduler(worker_id=options["worker_id"], every=scheduler_interval)
+                running.callback(clock.start().stop)
+            for companion in settings.TASK_WORKER_COMPANIONS:
+                running.callback(import_string(companion)().stop)
             return super().handle(**options)
-        finally:
-            clock.stop()

@@ -3,7 +3,8 @@
 // and a move or a position made without network waits in localStorage until the network
 // returns (the `online` event, and every page load). Resending is safe: the same move twice
 // answers the stop, and a position not newer than the stored one is ignored. While the phone
-// has a network it asks whether the route changed, and says what did in words.
+// has a network it asks whether the route changed, and says what did in words; while online
+// with no offer shown, whether one came (drawn in place: the rest of the page is left as is).
 (function () {
   "use strict";
   const body = document.body;
@@ -21,8 +22,10 @@
   const MAX_POINTS = Number(body.dataset.maxPoints) || 100; // per request, as the API takes
   const EVERY_MS = (Number(body.dataset.positionSeconds) || 15) * 1000;
   const KEEP_POINTS = 2000; // about eight hours at one point every 15 s
-  const MOVE_NAMES = { PICKED_UP: "Picked up", DELIVERED: "Delivered", FAILED: "Failed",
-                       RETURNING: "Returning", RETURNED: "Returned" };
+  // Words in the page's language: gettext and interpolate come from /courier/jsi18n/.
+  const MOVE_NAMES = { PICKED_UP: gettext("Picked up"), DELIVERED: gettext("Delivered"),
+                       FAILED: gettext("Failed"), RETURNING: gettext("Returning"),
+                       RETURNED: gettext("Returned") };
   const messages = JSON.parse(document.getElementById("move-messages").textContent);
   const csrf = () => document.querySelector("input[name=csrfmiddlewaretoken]").value;
 
@@ -43,8 +46,16 @@
     const moves = read(MOVES), points = read(POINTS).length;
     const badge = document.getElementById("waiting");
     const parts = [];
-    if (moves.length) parts.push(moves.length + (moves.length === 1 ? " move" : " moves") + " waiting to send");
-    if (points) parts.push(points + (points === 1 ? " position" : " positions") + (moves.length ? "" : " waiting to send"));
+    if (moves.length) {
+      const waitingMoves = ngettext("%s move waiting to send", "%s moves waiting to send", moves.length);
+      parts.push(interpolate(waitingMoves, [moves.length]));
+    }
+    if (points) {
+      const positions = moves.length
+        ? ngettext("%s position", "%s positions", points)
+        : ngettext("%s position waiting to send", "%s positions waiting to send", points);
+      parts.push(interpolate(positions, [points]));
+    }
     badge.textContent = parts.join(" · ");
     badge.hidden = parts.length === 0;
     for (const item of moves) {
@@ -52,7 +63,7 @@
       if (!stop) continue;
       stop.classList.add("queued");
       const waiting = stop.querySelector("[data-waiting]");
-      waiting.textContent = "Waiting to send: " + (MOVE_NAMES[item.fields.to] || item.fields.to);
+      waiting.textContent = interpolate(gettext("Waiting to send: %s"), [MOVE_NAMES[item.fields.to] || item.fields.to]);
       waiting.hidden = false;
     }
   }
@@ -70,7 +81,7 @@
       const details = (error.details || []).map((d) => (d.field ? d.field + ": " : "") + d.message);
       return [error.message, ...details].join(" ");
     } catch (e) {
-      return "The move was refused (" + response.status + ").";
+      return interpolate(gettext("The move was refused (%s)."), [response.status]);
     }
   }
 
@@ -134,10 +145,10 @@
     } catch (e) { // the photo does not fit in the phone's storage: the move goes without it
       delete kept.photo;
       write(MOVES, [...moves, kept]);
-      notice("No network: the move waits to be sent, without its photo (too big to keep).");
+      notice(gettext("No network: the move waits to be sent, without its photo (too big to keep)."));
       return;
     }
-    notice("No network: the move waits and is sent when the network returns.");
+    notice(gettext("No network: the move waits and is sent when the network returns."));
   }
 
   let flushing = false;
@@ -230,14 +241,17 @@
     document.getElementById("changes").hidden = false;
   }
 
-  async function redraw() { // the route as the server's page draws it now
-    let page;
+  async function serverPage() { // the home page as the server draws it now, parsed; null if not
     try {
       const response = await fetch(body.dataset.homeUrl, { credentials: "same-origin" });
-      if (!response.ok) return false;
-      page = new DOMParser().parseFromString(await response.text(), "text/html");
-    } catch (e) { return false; }
-    const fresh = page.querySelector("[data-route-area]");
+      if (!response.ok) return null;
+      return new DOMParser().parseFromString(await response.text(), "text/html");
+    } catch (e) { return null; }
+  }
+
+  async function redraw() { // the route as the server's page draws it now
+    const page = await serverPage();
+    const fresh = page && page.querySelector("[data-route-area]");
     const area = document.querySelector("[data-route-area]");
     if (!fresh || !area) return false;
     area.replaceWith(document.importNode(fresh, true));
@@ -248,7 +262,8 @@
   function showRefused() {
     const refused = read(REFUSED);
     localStorage.removeItem(REFUSED);
-    for (const r of refused) setError(r.drop, "Sent when the network returned, and refused: " + r.text);
+    const said = gettext("Sent when the network returned, and refused: %s");
+    for (const r of refused) setError(r.drop, interpolate(said, [r.text]));
   }
 
   let sendingPoints = false;
@@ -288,7 +303,7 @@
         write(POINTS, [...read(POINTS), point].slice(-KEEP_POINTS));
         sendPoints();
       },
-      () => notice("Allow this page to use your location: the shop and the recipient see where you are."),
+      () => notice(gettext("Allow this page to use your location: the shop and the recipient see where you are.")),
       { enableHighAccuracy: true, maximumAge: 5000, timeout: 12000 }
     );
   }
@@ -302,7 +317,7 @@
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
       });
     } catch (e) {
-      notice("No network: try again when you have a signal.");
+      notice(gettext("No network: try again when you have a signal."));
       return;
     }
     if (response.ok || response.status === 401 || response.status === 403) location.reload();
@@ -354,7 +369,7 @@
     clearInterval(scanning.timer);
     scanning.stream.getTracks().forEach((track) => track.stop());
     scanning.video.hidden = true;
-    scanning.button.textContent = "Scan code";
+    scanning.button.textContent = gettext("Scan code");
     scanning = null;
   }
   async function startScanning(button) {
@@ -365,14 +380,14 @@
       detector = new BarcodeDetector({ formats: ["code_128", "qr_code"] });
       stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: "environment" } });
     } catch (e) {
-      notice("The camera cannot read the code here: type the code from the label.");
+      notice(gettext("The camera cannot read the code here: type the code from the label."));
       input.focus();
       return;
     }
     video.srcObject = stream;
     video.hidden = false;
     video.play().catch(() => {});
-    button.textContent = "Stop scanning";
+    button.textContent = gettext("Stop scanning");
     const timer = setInterval(async () => {
       let codes = [];
       try { codes = await detector.detect(video); } catch (e) { return; }
@@ -441,8 +456,8 @@
   // The offer (docs/couriers.md, "The offer"). Its answer is never queued: an offer expires
   // within a minute, and a "yes" sent when the network returns would take a job the courier
   // has meanwhile stopped waiting for.
-  const OFFER_GONE = "This offer is gone: it expired or was taken.";
-  const NO_NETWORK_ANSWER = "No network: the offer cannot be answered offline.";
+  const OFFER_GONE = gettext("This offer is gone: it expired or was taken.");
+  const NO_NETWORK_ANSWER = gettext("No network: the offer cannot be answered offline.");
   const OFFER_EVERY_MS = (Number(body.dataset.offerSeconds) || 10) * 1000;
 
   function withdrawOffer(text) {
@@ -462,11 +477,12 @@
       const left = Math.ceil((ends - performance.now()) / 1000);
       if (left <= 0) {
         clearInterval(timer);
-        withdrawOffer("The offer expired.");
+        withdrawOffer(gettext("The offer expired."));
         return;
       }
       const seconds = String(left % 60).padStart(2, "0");
-      text.textContent = "Expires in " + Math.floor(left / 60) + ":" + seconds + " (at " + at + ")";
+      const clock = Math.floor(left / 60) + ":" + seconds;
+      text.textContent = interpolate(gettext("Expires in %s (at %s)"), [clock, at]);
     };
     const timer = setInterval(tick, 1000);
     tick();
@@ -498,21 +514,46 @@
     else notice(await errorText(response));
   }
 
-  let offerPoll = null;
-  function pollOffer() { // a reload shows the offer that came: the server renders the card
+  // The card of an offer that came, drawn in place from the server's page: the rest of the
+  // page stays as it is (a courier on a run may be typing a PIN or a name at a stop).
+  async function drawOffer() {
+    const page = await serverPage();
+    const fresh = page && page.querySelector("[data-offer-area]");
+    if (!fresh || !fresh.querySelector("[data-offer]")) return false;
+    document.querySelector("[data-offer-area]").replaceWith(document.importNode(fresh, true));
+    countDown(document.querySelector("[data-offer]"));
+    return true;
+  }
+
+  let offerPoll = null, asking = false;
+  function pollOffer() { // while online with no offer shown, with or without a run
     if (offerPoll !== null || body.dataset.online !== "true") return;
     offerPoll = setInterval(async () => {
-      if (!navigator.onLine) return;
-      let response;
+      if (asking || !navigator.onLine) return;
+      asking = true; // one question at a time: a slow answer is not asked again meanwhile
       try {
-        response = await fetch(body.dataset.offerUrl, { credentials: "same-origin" });
-      } catch (e) { return; }
-      if (response.status === 401 || response.status === 403) { location.reload(); return; }
-      if (!response.ok) return;
-      try {
-        if ((await response.json()).data.offer) location.reload();
-      } catch (e) { /* not the API's answer (a captive portal's page): ask again later */ }
+        if (await offerCame()) {
+          clearInterval(offerPoll);
+          offerPoll = null;
+        }
+      } finally {
+        asking = false;
+      }
     }, OFFER_EVERY_MS);
+  }
+
+  async function offerCame() { // true once an offer is drawn
+    let response;
+    try {
+      response = await fetch(body.dataset.offerUrl, { credentials: "same-origin" });
+    } catch (e) { return false; }
+    if (response.status === 401 || response.status === 403) { location.reload(); return false; }
+    if (!response.ok) return false;
+    let offer = null;
+    try {
+      offer = (await response.json()).data.offer;
+    } catch (e) { return false; } // not the API's answer (a captive portal's page): ask later
+    return Boolean(offer) && drawOffer();
   }
 
   document.addEventListener("submit", (event) => {
@@ -522,7 +563,7 @@
     else if (form.matches("[data-offer-answer]")) { event.preventDefault(); answerOffer(form); }
   });
   window.addEventListener("online", () => { notice(""); flush(); });
-  window.addEventListener("offline", () => notice("No network: moves and positions wait here until it returns."));
+  window.addEventListener("offline", () => notice(gettext("No network: moves and positions wait here until it returns.")));
 
   showWaiting();
   showRefused();
