@@ -23,6 +23,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from core.ids import uuid7
 from core.rows import Shape
+from core.writes import update_rows
 from orders.models import Drop, DropStatus, Order, UndeliverableAction
 from orders.statuses import NOT_PICKED_UP, STILL_TO_CARRY
 
@@ -169,12 +170,8 @@ def write_run_order(courier_id, stops: Sequence[tuple[str, UUID, UUID | None]]) 
 
 
 def _number(model, positions: dict, field: str) -> None:
-    if not positions:
-        return
-    rows = list(model.objects.filter(pk__in=list(positions)).only("pk"))
-    for row in rows:
-        setattr(row, field, positions[row.pk])
-    model.objects.bulk_update(rows, [field])
+    """Each row's run position, in one statement (core.writes.update_rows)."""
+    update_rows(model, (field,), list(positions.items()))
 
 
 def leave_runs(order_ids: Iterable) -> int:
