@@ -6,25 +6,26 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Environment(models.TextChoices):
-    LIVE = "live", "Live"
-    SANDBOX = "sandbox", "Sandbox"
+    LIVE = "live", _("Live")
+    SANDBOX = "sandbox", _("Sandbox")
 
 
 class Stage(models.TextChoices):
-    REGISTERED = "REGISTERED", "Registered"
-    ACCESS_REQUESTED = "ACCESS_REQUESTED", "Access requested"
-    APPROVED = "APPROVED", "Approved"
-    LIVE = "LIVE", "Live"
-    REJECTED = "REJECTED", "Rejected"
-    SUSPENDED = "SUSPENDED", "Suspended"
+    REGISTERED = "REGISTERED", _("Registered")
+    ACCESS_REQUESTED = "ACCESS_REQUESTED", _("Access requested")
+    APPROVED = "APPROVED", _("Approved")
+    LIVE = "LIVE", _("Live")
+    REJECTED = "REJECTED", _("Rejected")
+    SUSPENDED = "SUSPENDED", _("Suspended")
 
 
 class BillingModel(models.TextChoices):
-    WALLET = "wallet", "Prepaid wallet"
-    INVOICED = "invoiced", "Monthly invoice"
+    WALLET = "wallet", _("Prepaid wallet")
+    INVOICED = "invoiced", _("Monthly invoice")
 
 
 class Business(models.Model):

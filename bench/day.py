@@ -19,7 +19,10 @@ PLAN_SECONDS from 08:00 in Asia/Phnom_Penh of a fixed date. Each step:
    POST /courier/drops/<id>/move as it finishes a stop, and posts where it is;
 2. the orders arriving by now are posted, one live batch per arrival (POST /orders/bulk);
 3. the planner (plan_runs) or the baseline (dispatch_waiting) runs once, timed;
-4. every courier looks at GET /courier/offer and accepts every offer, then reads its route.
+4. every courier offered something looks at GET /courier/offer and accepts, then reads its
+   route (the app's offer poll, without the polls that would find nothing).
+
+A courier posts where it is every REPORT_EVERY (30 s).
 
 Orders arrive uniformly over --hours from 08:00; after the last one the day goes on until
 every order is delivered, for at most 5 more hours (23:00 for the full day). Printed per
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -65,6 +69,8 @@ DAY = date(2030, 6, 4)  # a Tuesday, after anything the set-up writes at the rea
 ZONE = ZoneInfo("Asia/Phnom_Penh")
 OPENS = datetime(DAY.year, DAY.month, DAY.day, 8, tzinfo=ZONE)
 AFTER_HOURS = timedelta(hours=5)  # the day goes on this long after the last arrival
+# How often a courier's phone posts where it is (the courier app's interval).
+REPORT_EVERY = timedelta(seconds=30)
 KM_PER_DEGREE = 111.195
 EARTH_KM = 6371.0088
 PASSWORD = "bench-courier-password"
@@ -138,6 +144,31 @@ def road_km(a: tuple[float, float], b: tuple[float, float]) -> float:
     return 2 * EARTH_KM * math.asin(math.sqrt(h)) * settings.ROAD_FACTOR
 
 
+def load_of(day: Day, *, hours: float) -> str:
+    """The work the day asks of its couriers, against their hours while orders arrive: the
+    handling (HANDLING_MINUTES at every pickup and drop) and the riding of each order by
+    itself (its pickup, then its drops in their shortest order: no ride to the pickup, no
+    sharing), at COURIER_SPEED_KMH."""
+    from django.conf import settings
+
+    stops = sum(1 + len(arrival.drops) for arrival in day.arrivals)
+    handling = stops * settings.HANDLING_MINUTES / 60
+    km = 0.0
+    for arrival in day.arrivals:
+        shop = day.shops[arrival.shop]
+        km += min(
+            sum(road_km(a, b) for a, b in itertools.pairwise((shop, *order)))
+            for order in itertools.permutations(arrival.drops)
+        )
+    riding = km / settings.COURIER_SPEED_KMH
+    there = len(day.starts) * hours
+    return (
+        f"the day's load: {handling:.0f} h of handling ({stops} stops) + {riding:.0f} h riding "
+        f"each order by itself ({km:.0f} km) = {handling + riding:.0f} courier-hours, against "
+        f"{there:.0f} courier-hours while the orders arrive ({len(day.starts)} x {hours:g} h)"
+    )
+
+
 # --- The API, in-process: django.test.Client through middleware, authentication and DRF ---
 
 
@@ -194,6 +225,7 @@ def iso(moment: datetime) -> str:
 @dataclass
 class Courier:
     client: object  # a django.test.Client carrying the courier's token
+    courier_id: int
     place: tuple[float, float]
     at: datetime  # when the courier was at `place` (or finished the stop it handles)
     route: dict | None = None
@@ -335,7 +367,7 @@ def sign_in_couriers(day: Day) -> list[Courier]:
         )  # fmt: skip
         client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {signed['token']}"
         call(client, "post", "/api/v1/courier/status", {"online": True})
-        courier = Courier(client, place, OPENS)
+        courier = Courier(client, signed["courier_id"], place, OPENS)
         courier.report_place(OPENS)
         couriers.append(courier)
     return couriers
@@ -403,9 +435,11 @@ def run_day(mode: str, day: Day, keys: list[str]) -> Figures:
         couriers = sign_in_couriers(day)
         now, posted = OPENS, 0
         while True:
+            reporting = (now - OPENS) % REPORT_EVERY < step
             for courier in couriers:
                 courier.ride_until(now)
-                courier.report_place(now)
+                if reporting:
+                    courier.report_place(now)
             while posted < len(day.arrivals) and day.arrivals[posted].at <= now:
                 arrival = day.arrivals[posted]
                 post_arrival(
@@ -419,8 +453,10 @@ def run_day(mode: str, day: Day, keys: list[str]) -> Figures:
                 figures.planning.append(took)
             else:
                 figures.idle_runs += 1
+            offered = {offer.courier_id for offer in run.offers}
             for courier in couriers:
-                courier.take_offer()
+                if courier.courier_id in offered:
+                    courier.take_offer()
             if (posted == len(day.arrivals) and all_delivered()) or now >= closes:
                 break
             now += step
@@ -569,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the day: {args.couriers} couriers, {args.shops} shops, {args.orders} orders "
               f"over {args.hours:g} h from 08:00 (seed {args.seed}); plan limit "
               f"{settings.PLAN_TIME_LIMIT_SECONDS:g} s", flush=True)  # fmt: skip
+        print(load_of(day, hours=args.hours), flush=True)
         keys = make_people(day)
         for mode in modes:
             use_database(cluster.url("postgres"), f"day_{mode}")

@@ -7,6 +7,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Environment
 
@@ -98,12 +99,12 @@ class Wallet(models.Model):
 
 
 class EntryKind(models.TextChoices):
-    TOP_UP = "TOP_UP", "Top-up"
-    ORDER_DEBIT = "ORDER_DEBIT", "Order debit"
-    REFUND = "REFUND", "Refund"
-    ADJUSTMENT = "ADJUSTMENT", "Adjustment"
-    RETURN_FEE = "RETURN_FEE", "Return fee"
-    OWED_PAYMENT = "OWED_PAYMENT", "Owed paid"
+    TOP_UP = "TOP_UP", _("Top-up")
+    ORDER_DEBIT = "ORDER_DEBIT", _("Order debit")
+    REFUND = "REFUND", _("Refund")
+    ADJUSTMENT = "ADJUSTMENT", _("Adjustment")
+    RETURN_FEE = "RETURN_FEE", _("Return fee")
+    OWED_PAYMENT = "OWED_PAYMENT", _("Owed paid")
 
 
 class LedgerEntry(models.Model):
@@ -160,10 +161,10 @@ MAX_OWED = min(largest_value(Wallet, "owed"), largest_value(LedgerEntry, "owed_a
 
 
 class InvoiceStatus(models.TextChoices):
-    OPEN = "OPEN", "Open"
-    ISSUED = "ISSUED", "Issued"
-    PAID = "PAID", "Paid"
-    CLOSED = "CLOSED", "Closed (sandbox, not billed)"
+    OPEN = "OPEN", _("Open")
+    ISSUED = "ISSUED", _("Issued")
+    PAID = "PAID", _("Paid")
+    CLOSED = "CLOSED", _("Closed (sandbox, not billed)")
 
 
 class Invoice(models.Model):
@@ -211,9 +212,9 @@ class InvoiceLine(models.Model):
 
 
 class CodKind(models.TextChoices):
-    COLLECTED = "COLLECTED", "Collected"
-    REMITTED = "REMITTED", "Remitted"
-    CREDITED_TO_WALLET = "CREDITED_TO_WALLET", "Credited to wallet"
+    COLLECTED = "COLLECTED", _("Collected")
+    REMITTED = "REMITTED", _("Remitted")
+    CREDITED_TO_WALLET = "CREDITED_TO_WALLET", _("Credited to wallet")
 
 
 class CodAccount(models.Model):
@@ -306,9 +307,9 @@ class CodEntry(models.Model):
 
 
 class CashKind(models.TextChoices):
-    COLLECTED = "COLLECTED", "Collected"
-    HANDED_OVER = "HANDED_OVER", "Handed over"
-    SHORTAGE = "SHORTAGE", "Shortage"
+    COLLECTED = "COLLECTED", _("Collected")
+    HANDED_OVER = "HANDED_OVER", _("Handed over")
+    SHORTAGE = "SHORTAGE", _("Shortage")
 
 
 class CourierCashAccount(models.Model):

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_FILE_LABEL = "5 MB"
 
@@ -53,10 +55,10 @@ class CsvTable:
         """What is wrong with a record that fills cells past the header's, if it does."""
         if not any(cell.strip() for cell in record[self.width :]):
             return None
-        return (
-            f"{len(record)} cells, but the header has {self.width} columns: a cell that "
+        return _(
+            "%(cells)s cells, but the header has %(columns)s columns: a cell that "
             "contains the delimiter must be in double quotes."
-        )
+        ) % {"cells": len(record), "columns": self.width}
 
 
 def read_table(
@@ -83,8 +85,12 @@ def read_table(
         raise CsvUnreadable(header_needed)
     columns, unknown, errors = _columns_of(header, names)
     if not columns:
-        raise CsvUnreadable(header_needed + " None of them was found.")
-    errors += [f"The column {name} is missing." for name in required if name not in columns]
+        raise CsvUnreadable(f"{header_needed} {_('None of them was found.')}")
+    errors += [
+        _("The column %(name)s is missing.") % {"name": name}
+        for name in required
+        if name not in columns
+    ]
     errors += column_rules(columns)
     if errors:
         raise CsvUnreadable(*errors)
@@ -94,25 +100,31 @@ def read_table(
 def _text_of(data: bytes) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise CsvUnreadable(
-            f"The file is larger than {MAX_FILE_LABEL}: split it into smaller files."
+            _("The file is larger than %(size)s: split it into smaller files.")
+            % {"size": MAX_FILE_LABEL}
         )
     if data.startswith(b"PK\x03\x04") or data.startswith(b"\xd0\xcf\x11\xe0"):
         raise CsvUnreadable(
-            "This is a spreadsheet workbook (.xlsx or .xls), not a CSV file: "
-            "in your spreadsheet, save it as “CSV UTF-8” and upload that."
+            _(
+                "This is a spreadsheet workbook (.xlsx or .xls), not a CSV file: "
+                "in your spreadsheet, save it as “CSV UTF-8” and upload that."
+            )
         )
     try:
         text = data.decode("utf-8-sig")  # a byte order mark, as Excel writes, is dropped
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise CsvUnreadable(
-            f"The file is not UTF-8 text (the first problem is on line {line}): "
-            "save it as “CSV UTF-8”."
+            _(
+                "The file is not UTF-8 text (the first problem is on line %(line)s): "
+                "save it as “CSV UTF-8”."
+            )
+            % {"line": line}
         ) from error
     if "\x00" in text:
-        raise CsvUnreadable("This is not a CSV file: it contains binary data.")
+        raise CsvUnreadable(_("This is not a CSV file: it contains binary data."))
     if not text.strip():
-        raise CsvUnreadable("The file is empty.")
+        raise CsvUnreadable(_("The file is empty."))
     return text
 
 
@@ -126,7 +138,8 @@ def _records(text: str, delimiter: str) -> Iterator[list[str]]:
         except csv.Error as error:
             # e.g. a cell larger than the csv module's limit (128 KiB).
             raise CsvUnreadable(
-                f"The file could not be read as CSV near line {reader.line_num}: {error}."
+                _("The file could not be read as CSV near line %(line)s: %(error)s.")
+                % {"line": reader.line_num, "error": error}
             ) from error
         yield record
 
@@ -146,7 +159,7 @@ def _columns_of(
         if name is None:
             unknown.append(cell.strip())
         elif name in columns:
-            errors.append(f"The column {name} appears twice: keep one.")
+            errors.append(_("The column %(name)s appears twice: keep one.") % {"name": name})
         else:
             columns[name] = index
     return columns, unknown, errors

@@ -19,7 +19,7 @@ from core.api import ApiError, JsonParser, envelope, json_body
 from core.formats import iso_z
 from couriers.auth import CourierAuthentication, CourierPrincipal, IsCourier, sign_out_session
 from couriers.cash import cash_wire
-from couriers.changes import changes_since, confirmation, route_version
+from couriers.changes import changes_since, confirmation, route_tag
 from couriers.history import history_of
 from couriers.inputs import (
     parse_move,
@@ -135,9 +135,9 @@ class CourierViewSet(viewsets.ViewSet):
     @STATUS
     @action(detail=False, methods=["post"])
     def status(self, request):
-        courier = request.auth.courier
-        online = set_online(courier=courier, online=parse_status(json_body(request)))
-        return envelope({"online": online})
+        courier, asked = request.auth.courier, parse_status(json_body(request))
+        set_online(courier=courier, online=asked.online, shift_ends_at=asked.shift_ends_at)
+        return envelope(status_wire(courier))
 
     @OFFER
     @action(detail=False, methods=["get"])
@@ -167,10 +167,14 @@ class CourierViewSet(viewsets.ViewSet):
         since = parse_since(request.query_params.get("since"))
         as_of = timezone.now()  # before the read: a change after it shows at the next check
         route = route_of(courier)
-        tag = '"%s"' % (route["version"] if route else route_version(None))
+        tag = f'"{route_tag(route, courier)}"'
         if tag in request.headers.get("If-None-Match", ""):
             return HttpResponse(status=304, headers={"ETag": tag, "Cache-Control": "no-store"})
-        data = {"route": route, "as_of": iso_z(as_of)}
+        data = {
+            "route": route,
+            "as_of": iso_z(as_of),
+            "shift_ends_at": iso_z(courier.shift_ends_at),
+        }
         if since is not None:
             changes = changes_since(courier, since - CHANGES_OVERLAP)
             data["changes"] = [change.as_wire() for change in changes]
@@ -245,6 +249,11 @@ class CourierViewSet(viewsets.ViewSet):
             raise ApiError(status, refused.code, str(refused), extra=gone) from None
         stop = stop_of(made.drop, stop_number_of(courier, made.drop))
         return envelope({"stop": stop, "message": confirmation(made.drop)})
+
+
+def status_wire(courier) -> dict:
+    """The courier's status as the API answers it: online, and when the shift ends."""
+    return {"online": courier.online, "shift_ends_at": iso_z(courier.shift_ends_at)}
 
 
 def day_asked(request) -> date:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from couriers.models import Driver
 from dispatch.models import Offer, OfferStatus
 from events.models import Event, EventType
 from orders.couriers import actor_of
@@ -33,6 +34,16 @@ def route_version(route: dict | None) -> str:
     """A digest of the route as served (without its version): equal routes, equal versions."""
     text = json.dumps(route, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def route_tag(route: dict | None, courier: Driver) -> str:
+    """What GET /courier/route's ETag quotes and the app's page checks against: the route's
+    version, and the shift's end when one is set, so an end an operator sets in the console
+    reaches the app with the next check, as a change to the route does."""
+    version = route["version"] if route else route_version(None)
+    if courier.shift_ends_at is None:
+        return version
+    return f"{version}-{int(courier.shift_ends_at.timestamp() * 1000)}"  # to the ms, as iso_z
 
 
 def first_name(drop: Drop) -> str:

@@ -11,12 +11,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from core.api import validation_error
 from core.serializers import NO_NUL
-from core.shapes import Array, Bool, Choice, Field, Kind, Object, Problems, Shape, path_of
-from couriers.services import Point
+from core.shapes import (
+    Array,
+    Bool,
+    Choice,
+    Field,
+    Kind,
+    Object,
+    Problems,
+    Shape,
+    Timestamp,
+    path_of,
+)
+from couriers.services import Point, shift_end_problem
 from orders.models import FailureReason
 from orders.statuses import COURIER_MOVES
 from tracking.proof import MAX_PHOTO_BYTES, MAX_SIGNATURE_BYTES, PNG_MAGIC, photo_extension
@@ -150,6 +162,21 @@ class Moment(Kind):
         return serializers.DateTimeField(**kwargs)
 
 
+class ShiftEnd(Timestamp):
+    """When the shift ends: a time with its zone, as every time of the API
+    (core.shapes.Timestamp), in the future and within couriers.services.SHIFT_AHEAD."""
+
+    def read(self, problems: Problems, value: Any, parent: str, field: Field) -> Any:
+        moment = super().read(problems, value, parent, field)
+        if moment is None:
+            return None
+        problem = shift_end_problem(shift_ends_at=moment, now=timezone.now())
+        if problem is not None:
+            problems.add(path_of(parent, field.name), problem)
+            return None
+        return moment
+
+
 class Points(Array):
     """`points`: 1 to MAX_COURIER_POINTS positions; any other list is refused whole."""
 
@@ -215,7 +242,30 @@ SIGN_IN = Shape(
     ],
     unknown=unknown_fields(),
 )
-STATUS = Shape("CourierStatus", [Field("online", Flag(), required=True)], unknown=unknown_fields())
+
+
+@dataclass(frozen=True, slots=True)
+class StatusAsked:
+    online: bool
+    shift_ends_at: datetime | None = None
+
+
+STATUS = Shape(
+    "CourierStatus",
+    [
+        Field("online", Flag(), required=True),
+        Field(
+            "shift_ends_at",
+            ShiftEnd(),
+            help="When the shift ends (a time with its zone, within 24 hours): the planner "
+            "adds nothing to the run that would end later. Only with online: true; absent "
+            "or null, no end. Going offline clears it.",
+        ),
+    ],
+    unknown=unknown_fields(),
+    build=StatusAsked,
+)
+OFFLINE_SHIFT = "Only with online: true: going offline ends the shift."
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,8 +337,9 @@ LOCATION = Shape(
 # --- Reading them ----------------------------------------------------------------------------
 
 
-def read_body(shape: Shape, body: Any) -> dict[str, Any]:
-    """`body` read by `shape`: its fields' values by name, or a 400 listing every problem."""
+def read_body(shape: Shape, body: Any) -> Any:
+    """`body` read by `shape`: its fields' values by name (or what its `build` makes of
+    them), or a 400 listing every problem."""
     if not isinstance(body, dict):
         raise validation_error([{"field": "", "message": "Must be a JSON object."}])
     problems = Problems()
@@ -303,8 +354,13 @@ def parse_sign_in(body: Any) -> tuple[str, str]:
     return values["phone"].strip(), values["password"]
 
 
-def parse_status(body: Any) -> bool:
-    return read_body(STATUS, body)["online"]
+def parse_status(body: Any) -> StatusAsked:
+    """The status asked, and when the shift ends; a shift's end beside online: false is a 400
+    (offline has no shift: it would be dropped without a word)."""
+    asked = read_body(STATUS, body)
+    if not asked.online and asked.shift_ends_at is not None:
+        raise validation_error([{"field": "shift_ends_at", "message": OFFLINE_SHIFT}])
+    return asked
 
 
 def parse_move(body: Any) -> Move:

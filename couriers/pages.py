@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -26,7 +27,7 @@ from core.formats import iso_z
 from couriers.api import MOVE_REFUSAL_STATUS
 from couriers.auth import courier_of_session, sign_in_session, sign_out_session
 from couriers.cash import in_hand_shown
-from couriers.changes import confirmation, route_version
+from couriers.changes import confirmation, route_tag
 from couriers.forms import CourierSignInForm
 from couriers.inputs import (
     COURIER_FAILURE_REASONS,
@@ -37,7 +38,7 @@ from couriers.inputs import (
 )
 from couriers.moves import CourierMoveRefused, move_as_courier
 from couriers.selectors import courier_drop, offer_view, route_of
-from couriers.services import set_online
+from couriers.services import set_online, shift_end_problem
 from dispatch.models import Offer
 from dispatch.offers import (
     OfferGone,
@@ -68,6 +69,10 @@ OFFER_POLL_SECONDS = 10
 # How often the app asks whether its route changed, while the phone has a network (§24).
 ROUTE_CHECK_SECONDS = 15
 OFFER_GONE = _("This offer is gone: it expired or was taken.")
+# The "Until" time of the go-online form: HH:MM, as a browser's <input type="time"> sends it.
+UNTIL_FORMAT = "%H:%M"
+UNTIL_PAST = _("That time has passed: choose a later time for the end of your shift, or none.")
+UNTIL_UNREADABLE = _("Type the time your shift ends as HH:MM, such as 18:00.")
 # The courier's words for the reasons and statuses (the models' labels are the console's).
 FAILURE_WORDS = {
     FailureReason.RECIPIENT_UNAVAILABLE: _("Recipient unavailable"),
@@ -123,12 +128,36 @@ def sign_out_view(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def status_view(request: HttpRequest) -> HttpResponse:
-    """Online or offline by a plain form post (courier.js uses POST /api/v1/courier/status)."""
+    """Online or offline by a plain form post (courier.js uses POST /api/v1/courier/status
+    unless an "Until" time is typed); going online, an optional "Until" time ends the shift
+    (today, in the service's zone): a time already past is refused, saying so."""
     courier = courier_of_session(request)
     if courier is None:
         return redirect("couriers:home")
-    set_online(courier=courier, online=request.POST.get("online") == "true")
+    online = request.POST.get("online") == "true"
+    typed = request.POST.get("until", "") if online else ""  # offline has no shift
+    shift_ends_at, refused = _shift_end_typed(typed)
+    if refused:
+        return _home_page(request, courier, notice=refused, status=400)
+    set_online(courier=courier, online=online, shift_ends_at=shift_ends_at)
     return redirect("couriers:home")
+
+
+def _shift_end_typed(typed: str) -> tuple[datetime | None, str]:
+    """The shift's end of an "Until" time (HH:MM today in the service's zone, the courier's
+    day), and why it is refused (the page's language), if it is; nothing typed, no end."""
+    typed = typed.strip()
+    if not typed:
+        return None, ""
+    try:
+        clock = datetime.strptime(typed, UNTIL_FORMAT).time()
+    except ValueError:
+        return None, str(UNTIL_UNREADABLE)
+    now = timezone.now()
+    ends = timezone.make_aware(datetime.combine(timezone.localdate(now), clock))
+    if shift_end_problem(shift_ends_at=ends, now=now) is not None:  # past: later is within 24 h
+        return None, str(UNTIL_PAST)
+    return ends, ""
 
 
 @require_POST
@@ -235,7 +264,9 @@ def _home_page(
         "max_points": settings.MAX_COURIER_POINTS,
         "position_seconds": POSITION_SECONDS,
         "route_check_seconds": ROUTE_CHECK_SECONDS,
-        "route_version": route["version"] if route else route_version(None),
+        "route_version": route_tag(route, courier),
+        "shift_ends": timezone.localtime(courier.shift_ends_at) if courier.shift_ends_at else None,
+        "shift_ended": courier.shift_ends_at is not None and courier.shift_ends_at <= as_of,
         "route_as_of": iso_z(as_of),
         "cash_in_hand": in_hand_shown(courier),
     }

@@ -53,7 +53,13 @@ Token = shape(
     token=serializers.CharField(help_text="crr_ + 40 characters; shown once."),
     courier_id=serializers.IntegerField(),
 )
-Status = inputs.STATUS.serializer()  # and the answer: the status now
+Status = inputs.STATUS.serializer()
+_SHIFT_ENDS_HELP = "When the courier's shift ends (UTC); null: no end set, or offline."
+StatusOut = shape(
+    "CourierStatusNow",
+    online=serializers.BooleanField(),
+    shift_ends_at=serializers.DateTimeField(allow_null=True, help_text=_SHIFT_ENDS_HELP),
+)
 Parcel = shape(
     "CourierParcel",
     size=serializers.CharField(),
@@ -119,7 +125,8 @@ Route = shape(
     "CourierRoute",
     run_id=serializers.UUIDField(help_text="The run: the same while it has a stop to do."),
     version=serializers.CharField(
-        help_text="Changes whenever anything on the run changes; the ETag is it, quoted."
+        help_text="Changes whenever anything on the run changes; the ETag is it, quoted "
+        "(followed by the shift's end when one is set, which changes the ETag too)."
     ),
     stops=Stop(
         many=True, help_text="Pickups and drops of every order on the run, in the order to ride."
@@ -136,6 +143,7 @@ RouteOut = shape(
     "CourierRouteOut",
     route=Route(allow_null=True),
     as_of=serializers.DateTimeField(help_text="When it was read: the next call's `since`."),
+    shift_ends_at=serializers.DateTimeField(allow_null=True, help_text=_SHIFT_ENDS_HELP),
     changes=RouteChange(
         many=True, required=False, help_text="With `since` only: what changed since then."
     ),
@@ -267,9 +275,10 @@ STATUS = operation(
     "courier_status",
     TAG,
     "Go online or offline",
-    "Only online couriers are offered jobs.",
+    "Only online couriers are offered jobs, and nothing that would keep them past the end "
+    "of their shift (`shift_ends_at`, set when going online). The answer is the status now.",
     request=Status,
-    responses={200: success("CourierStatusOut", Status), 400: BAD_REQUEST, **COURIER_CALL},
+    responses={200: success("CourierStatusOut", StatusOut), 400: BAD_REQUEST, **COURIER_CALL},
 )
 ROUTE = operation(
     "courier_route",

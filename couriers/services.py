@@ -37,6 +37,8 @@ _ALPHABET = string.ascii_letters + string.digits
 PHONE_SEPARATORS = re.compile(r"[\s\-().]")
 # Written at most once a minute, so a phone posting every 15 s costs no extra write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# How far ahead a shift's end may be set: today's work, never a standing rule left behind.
+SHIFT_AHEAD = timedelta(hours=24)
 
 
 class CourierRefused(Exception):
@@ -193,19 +195,38 @@ def deactivate_courier(*, courier: Driver) -> None:
 
 
 @transaction.atomic
-def set_online(*, courier: Driver, online: bool) -> bool:
-    """Go online or offline: the one way a courier's status changes (the API's
-    POST /courier/status, the app's button, deactivation). The same status twice changes
-    nothing. Going offline declines the open offer (dispatch.offers), so the order goes to
-    someone who is there instead of waiting out its time. The status now."""
+def set_online(*, courier: Driver, online: bool, shift_ends_at: datetime | None = None) -> bool:
+    """Go online or offline: the one way a courier's status and shift's end change (the API's
+    POST /courier/status, the app's button, the console's shift end, deactivation). Online,
+    the shift ends at `shift_ends_at` (None: no end; the caller has checked it with
+    shift_end_problem); offline has no shift, so going offline clears it. The same status
+    twice changes nothing. Going offline declines the open offer (dispatch.offers), so the
+    order goes to someone who is there instead of waiting out its time. The status now."""
+    shift_ends_at = shift_ends_at if online else None
+    changes: dict = {}
     if courier.online != online:
-        now = timezone.now()
-        Driver.objects.filter(pk=courier.pk).update(online=online, online_changed_at=now)
-        courier.online, courier.online_changed_at = online, now
+        changes["online"], changes["online_changed_at"] = online, timezone.now()
+    if courier.shift_ends_at != shift_ends_at:
+        changes["shift_ends_at"] = shift_ends_at
+    if changes:
+        Driver.objects.filter(pk=courier.pk).update(**changes)
+        for name, value in changes.items():
+            setattr(courier, name, value)
     offer = None if online else open_offer_of(courier)
     if offer is not None:
         decline_offer(courier=courier, offer_id=offer.pk)
     return courier.online
+
+
+def shift_end_problem(*, shift_ends_at: datetime, now: datetime) -> str | None:
+    """Why a shift cannot end at `shift_ends_at`, in a sentence; None when it can: after
+    `now` and at most SHIFT_AHEAD later (a shift is a day's work, set again each day)."""
+    if shift_ends_at <= now:
+        return "Must be in the future."
+    if shift_ends_at > now + SHIFT_AHEAD:
+        hours = int(SHIFT_AHEAD.total_seconds() // 3600)
+        return f"Must be at most {hours} hours from now."
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ def drop_body(
     undeliverable_action: str | None = None,
     parcel: dict[str, Any] | None = None,
     cod_amount: str | None = None,
+    recipient_language: str | None = None,
 ) -> dict[str, Any]:
     """One drop of a bulk body (docs/contract.md §4, §14, §17, §18); None is "not sent"."""
     return present(
@@ -52,6 +53,7 @@ def drop_body(
             "parcel": present(parcel or {}) or None,
             # A money string, judged by the batch's rule 9 (INVALID_COD).
             "cod": {"amount": cod_amount} if cod_amount else None,
+            "recipient_language": recipient_language,
         }
     )
 

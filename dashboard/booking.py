@@ -19,6 +19,8 @@ import phonenumbers
 from django import forms
 from django.conf import settings
 from django.db.models import Q
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Business, Environment
 from dashboard.batches import drop_body, present
@@ -38,10 +40,10 @@ ADDRESS_BOOK_SIZE = 8  # recipients offered at once
 ADDRESS_BOOK_SCAN = 200  # the newest matching drops read to find them
 
 SCENARIO_CHOICES = [
-    ("manual", "Manual: it moves when you move it on the sandbox console"),
-    ("deliver", "Deliver: the test driver delivers it by itself"),
-    ("fail", "Fail: the recipient is not there"),
-    ("cancel_by_courier", "Cancelled by the courier after assignment"),
+    ("manual", _("Manual: it moves when you move it on the sandbox console")),
+    ("deliver", _("Deliver: the test driver delivers it by itself")),
+    ("fail", _("Fail: the recipient is not there")),
+    ("cancel_by_courier", _("Cancelled by the courier after assignment")),
 ]
 assert [code for code, _ in SCENARIO_CHOICES] == list(SANDBOX_SCENARIOS)
 
@@ -70,7 +72,7 @@ def _phone_field(label: str) -> forms.CharField:
     return forms.CharField(
         label=label,
         max_length=20,
-        help_text="A Cambodian number as you dial it (012 345 678), or with its country code.",
+        help_text=_("A Cambodian number as you dial it (012 345 678), or with its country code."),
         widget=forms.TextInput(attrs={"type": "tel", "autocomplete": "off"}),
     )
 
@@ -82,15 +84,15 @@ def _pin_input() -> forms.HiddenInput:
 class PickupPlaceForm(forms.ModelForm):
     """A saved pickup place: the address is found on the map unless a pin was set on it."""
 
-    phone = _phone_field("Phone")
+    phone = _phone_field(_("Phone"))
     lat = forms.FloatField(required=False, min_value=-90, max_value=90, widget=_pin_input())
     long = forms.FloatField(required=False, min_value=-180, max_value=180, widget=_pin_input())
 
     class Meta:
         model = PickupPlace
         fields = ["name", "phone", "address", "lat", "long"]
-        labels = {"name": "Name", "address": "Address"}
-        help_texts = {"name": "What you call it, e.g. “Shop” or “Warehouse”."}
+        labels = {"name": _("Name"), "address": _("Address")}
+        help_texts = {"name": _("What you call it, e.g. “Shop” or “Warehouse”.")}
 
     def __init__(self, *args: Any, business: Business, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -104,7 +106,7 @@ class PickupPlaceForm(forms.ModelForm):
         name = self.cleaned_data["name"].strip()
         taken = self.business.pickup_places.filter(name__iexact=name).exclude(pk=self.instance.pk)
         if taken.exists():
-            raise forms.ValidationError("You already have a pickup place with this name.")
+            raise forms.ValidationError(_("You already have a pickup place with this name."))
         return name
 
     def clean(self) -> dict[str, Any]:
@@ -113,7 +115,7 @@ class PickupPlaceForm(forms.ModelForm):
             address = data.get("address")
             pin = geocoded(address) if address else None
             if address and pin is None:
-                self.add_error("address", "We could not find this address: place the pin.")
+                self.add_error("address", _("We could not find this address: place the pin."))
             elif pin:
                 data["lat"], data["long"] = pin
         return data
@@ -132,59 +134,73 @@ class DropForm(forms.Form):
     """One drop-off of New delivery."""
 
     name = forms.CharField(
-        label="Recipient name",
+        label=_("Recipient name"),
         max_length=200,
         widget=forms.TextInput(attrs={"autocomplete": "off", "data-lookup": "name"}),
     )
-    phone = _phone_field("Recipient phone")
+    phone = _phone_field(_("Recipient phone"))
     address = forms.CharField(
-        label="Address",
+        label=_("Address"),
         max_length=300,
         required=False,
-        help_text="Found on the map as you type; drag the pin to correct it.",
+        help_text=_("Found on the map as you type; drag the pin to correct it."),
         widget=forms.TextInput(attrs={"autocomplete": "off", "data-geocode": "true"}),
     )
     lat = forms.FloatField(required=False, min_value=-90, max_value=90, widget=_pin_input())
     long = forms.FloatField(required=False, min_value=-180, max_value=180, widget=_pin_input())
     notes = forms.CharField(
-        label="Notes for the courier",
+        label=_("Notes for the courier"),
         max_length=500,
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
     )
-    window_start = forms.DateTimeField(label="From", required=False, widget=_moment_input())
-    window_end = forms.DateTimeField(label="To", required=False, widget=_moment_input())
-    parcel_size = forms.ChoiceField(label="Size", choices=ParcelSize.choices, initial="S")
+    window_start = forms.DateTimeField(label=_("From"), required=False, widget=_moment_input())
+    window_end = forms.DateTimeField(label=_("To"), required=False, widget=_moment_input())
+    parcel_size = forms.ChoiceField(label=_("Size"), choices=ParcelSize.choices, initial="S")
     parcel_weight_kg = forms.DecimalField(
-        label="Weight (kg)",
+        label=_("Weight (kg)"),
         required=False,
         min_value=Decimal("0.01"),
         max_value=1000,
         decimal_places=2,
-        help_text="1 kg if empty.",
+        help_text=_("1 kg if empty."),
     )
-    parcel_description = forms.CharField(label="What is it", max_length=200, required=False)
+    parcel_description = forms.CharField(label=_("What is it"), max_length=200, required=False)
     cod_amount = forms.DecimalField(
-        label="Cash to collect (COD)",
+        label=_("Cash to collect (COD)"),
         required=False,
         min_value=Decimal("0.01"),
         decimal_places=2,
-        help_text=f"In {settings.CURRENCY}; empty: nothing to collect.",
+        help_text=format_lazy(
+            _("In {currency}; empty: nothing to collect."), currency=settings.CURRENCY
+        ),
     )
-    ask_pin = forms.BooleanField(label="Ask the recipient for a PIN at the door", required=False)
+    ask_pin = forms.BooleanField(label=_("Ask the recipient for a PIN at the door"), required=False)
+    # Empty (a form sent without it): the business's setting decides, as in the API.
+    recipient_language = forms.ChoiceField(
+        label=_("Recipient's language"),
+        choices=settings.LANGUAGES,
+        required=False,
+        help_text=_("Of their tracking page and messages."),
+    )
     reference = forms.CharField(
-        label="Your reference",
+        label=_("Your reference"),
         max_length=100,
         required=False,
-        help_text="Optional: your own order number. Empty: one is made for you.",
+        help_text=_("Optional: your own order number. Empty: one is made for you."),
     )
+
+    def __init__(self, *args: Any, recipient_language: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if recipient_language:  # the business's setting, until the row says otherwise
+            self.fields["recipient_language"].initial = recipient_language
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if not data.get("address") and (data.get("lat") is None or data.get("long") is None):
-            self.add_error("address", "Type the address, or place the pin on the map.")
+            self.add_error("address", _("Type the address, or place the pin on the map."))
         if bool(data.get("window_start")) != bool(data.get("window_end")):
-            self.add_error("window_end", "Give both times of the window, or neither.")
+            self.add_error("window_end", _("Give both times of the window, or neither."))
         return data
 
 
@@ -195,7 +211,7 @@ class BaseDropFormSet(forms.BaseFormSet):
         references = [f.cleaned_data.get("reference") for f in self.forms if f.cleaned_data]
         given = [r for r in references if r]
         if len(given) != len(set(given)):
-            raise forms.ValidationError("Two drops have the same reference.")
+            raise forms.ValidationError(_("Two drops have the same reference."))
 
 
 DropFormSet = forms.formset_factory(
@@ -213,13 +229,13 @@ class DeliveryForm(forms.Form):
     """What New delivery books as one batch: one pickup group and its drops."""
 
     form_token = forms.UUIDField(widget=forms.HiddenInput)
-    environment = forms.ChoiceField(label="Book in", widget=forms.RadioSelect)
+    environment = forms.ChoiceField(label=_("Book in"), widget=forms.RadioSelect)
     pickup_place = forms.ModelChoiceField(
-        label="Pickup from", queryset=PickupPlace.objects.none(), empty_label=None
+        label=_("Pickup from"), queryset=PickupPlace.objects.none(), empty_label=None
     )
-    vehicle = forms.ChoiceField(label="Vehicle")
+    vehicle = forms.ChoiceField(label=_("Vehicle"))
     scenario = forms.ChoiceField(
-        label="In the sandbox, the test driver",
+        label=_("In the sandbox, the test driver"),
         choices=SCENARIO_CHOICES,
         initial="deliver",
         required=False,
@@ -230,7 +246,15 @@ class DeliveryForm(forms.Form):
         self.fields["environment"].choices = [(e, Environment(e).label) for e in environments]
         self.fields["pickup_place"].queryset = business.pickup_places.all()
         self.fields["vehicle"].choices = [
-            (v.code, f"{v.name}: parcels up to {v.max_parcel_size}, {v.max_parcel_weight_kg:g} kg")
+            (
+                v.code,
+                _("%(name)s: parcels up to %(size)s, %(kg)s kg")
+                % {
+                    "name": v.display_name,
+                    "size": v.max_parcel_size,
+                    "kg": f"{v.max_parcel_weight_kg:g}",
+                },
+            )
             for v in active_vehicle_types()
         ]
 
@@ -283,6 +307,7 @@ def booking_body(delivery: dict[str, Any], drops: list[dict[str, Any]]) -> dict[
                 notes=drop.get("notes") or None,
                 parcel=parcel,
                 cod_amount=_money(drop.get("cod_amount")),
+                recipient_language=drop.get("recipient_language") or None,
             )
         )
     group = present(
@@ -314,28 +339,37 @@ DROP_FIELD = {
     "DUPLICATE_CLIENT_ORDER_ID": "reference",
 }
 WORDS = {
-    ("INVALID_PHONE", "drop"): "This phone number is not valid: check its digits.",
-    ("INVALID_PHONE", "pickup"): "The pickup place's phone number is not valid: edit the place.",
-    ("INVALID_COORDINATES", "drop"): "Type the address, or place the pin on the map.",
-    ("INVALID_COORDINATES", "pickup"): "The pickup place has no usable pin: edit the place.",
-    ("GEOCODE_FAILED", "drop"): "We could not find this address: type it another way, or place "
-    "the pin on the map.",
-    ("GEOCODE_FAILED", "pickup"): "We could not find the pickup place's address: edit the place.",
-    ("OUT_OF_SERVICE_AREA", "drop"): "This address is outside the area we deliver to.",
-    ("OUT_OF_SERVICE_AREA", "pickup"): "The pickup place is outside the area we deliver to.",
-    ("SCHEDULE_IN_PAST", "pickup"): "The pickup time has passed.",
-    ("OUTSIDE_OPERATING_HOURS", "pickup"): "Couriers do not ride at this hour: book during the "
-    "area's opening hours.",
-    ("INVALID_TIME_WINDOW", "drop"): "This drop-off window cannot be kept: {message}",
-    ("PARCEL_TOO_LARGE", "drop"): "This parcel does not fit the vehicle: {message} Choose a "
-    "bigger vehicle or a smaller parcel.",
-    ("INVALID_COD", "drop"): "This cash amount cannot be collected: {message}",
-    ("DUPLICATE_CLIENT_ORDER_ID", "drop"): "An order still under way already has this "
-    "reference: choose another.",
-    ("INSUFFICIENT_BALANCE", "drop"): "Your wallet does not cover this delivery: top it up on "
-    "the Wallet page, then book.",
-    ("INSUFFICIENT_BALANCE", "owed"): "Your wallet owes a return fee: top it up on the Wallet "
-    "page, then book.",
+    ("INVALID_PHONE", "drop"): _("This phone number is not valid: check its digits."),
+    ("INVALID_PHONE", "pickup"): _("The pickup place's phone number is not valid: edit the place."),
+    ("INVALID_COORDINATES", "drop"): _("Type the address, or place the pin on the map."),
+    ("INVALID_COORDINATES", "pickup"): _("The pickup place has no usable pin: edit the place."),
+    ("GEOCODE_FAILED", "drop"): _(
+        "We could not find this address: type it another way, or place the pin on the map."
+    ),
+    ("GEOCODE_FAILED", "pickup"): _(
+        "We could not find the pickup place's address: edit the place."
+    ),
+    ("OUT_OF_SERVICE_AREA", "drop"): _("This address is outside the area we deliver to."),
+    ("OUT_OF_SERVICE_AREA", "pickup"): _("The pickup place is outside the area we deliver to."),
+    ("SCHEDULE_IN_PAST", "pickup"): _("The pickup time has passed."),
+    ("OUTSIDE_OPERATING_HOURS", "pickup"): _(
+        "Couriers do not ride at this hour: book during the area's opening hours."
+    ),
+    ("INVALID_TIME_WINDOW", "drop"): _("This drop-off window cannot be kept: {message}"),
+    ("PARCEL_TOO_LARGE", "drop"): _(
+        "This parcel does not fit the vehicle: {message} Choose a "
+        "bigger vehicle or a smaller parcel."
+    ),
+    ("INVALID_COD", "drop"): _("This cash amount cannot be collected: {message}"),
+    ("DUPLICATE_CLIENT_ORDER_ID", "drop"): _(
+        "An order still under way already has this reference: choose another."
+    ),
+    ("INSUFFICIENT_BALANCE", "drop"): _(
+        "Your wallet does not cover this delivery: top it up on the Wallet page, then book."
+    ),
+    ("INSUFFICIENT_BALANCE", "owed"): _(
+        "Your wallet owes a return fee: top it up on the Wallet page, then book."
+    ),
 }
 _PICKUP_MESSAGES = {text for (_, side), text in MESSAGES.items() if side == "pickup"}
 
@@ -463,4 +497,6 @@ def initial_again(business: Business, drop: Drop) -> tuple[dict[str, Any], list[
         "cod_amount": drop.cod_amount,
         "ask_pin": bool(drop.dropoff_pin),
     }
+    if drop.recipient_language:  # else the business's setting, as a new row has
+        row["recipient_language"] = drop.recipient_language
     return delivery, [row]

@@ -19,6 +19,9 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.db.models import Count
 from django.db.models.functions import TruncDate
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from core.formats import money
 from core.functions import MoneySum
@@ -190,11 +193,16 @@ def _frame(days: list[date], top_value: float, label) -> tuple[list[Tick], list[
 
 
 def _day(day: date) -> str:
-    return f"{day.day} {day:%b}"
+    """ "3 Nov", with the month in the page's language."""
+    return date_format(day, "j M")
 
 
 def _span(days: list[date]) -> str:
-    return f"{_day(days[0])} to {_day(days[-1])} {days[-1].year}"
+    return _("%(first)s to %(last)s %(year)s") % {
+        "first": _day(days[0]),
+        "last": _day(days[-1]),
+        "year": days[-1].year,
+    }
 
 
 def orders_chart(days: list[date], counts: dict[date, dict[str, int]]) -> Chart:
@@ -219,12 +227,19 @@ def orders_chart(days: list[date], counts: dict[date, dict[str, int]]) -> Chart:
         )  # fmt: skip
     total = sum(totals.values())
     busiest = max(days, key=lambda d: (totals[d], d))
-    description = f"{total} order{'s' if total != 1 else ''} from {_span(days)}"
-    if total:
-        description += f"; the most on {_day(busiest)} ({totals[busiest]})"
+    span = _span(days)
+    description = (
+        ngettext(
+            "%(total)s order from %(span)s; the most on %(day)s (%(most)s).",
+            "%(total)s orders from %(span)s; the most on %(day)s (%(most)s).",
+            total,
+        )
+        if total
+        else ngettext("%(total)s order from %(span)s.", "%(total)s orders from %(span)s.", total)
+    ) % {"total": total, "span": span, "day": _day(busiest), "most": totals[busiest]}
     return Chart(
-        title="Orders per day, by status",
-        description=description + ".",
+        title=_("Orders per day, by status"),
+        description=description,
         bars=bars,
         ticks=ticks,
         day_labels=day_labels,
@@ -251,8 +266,9 @@ def spend_chart(days: list[date], spend: dict[date, Decimal], currency: str) -> 
         )  # fmt: skip
     total = sum(spend.values(), Decimal(0))
     return Chart(
-        title=f"Spend per day ({currency})",
-        description=f"{money(total)} {currency} spent from {_span(days)}.",
+        title=_("Spend per day (%(currency)s)") % {"currency": currency},
+        description=_("%(amount)s %(currency)s spent from %(span)s.")
+        % {"amount": money(total), "currency": currency, "span": _span(days)},
         bars=bars,
         ticks=ticks,
         day_labels=day_labels,

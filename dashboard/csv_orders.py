@@ -20,10 +20,14 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from django.utils.functional import Promise
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import Environment
 from core.api import ApiError
 from core.csv_files import CsvUnreadable, read_table
+from core.shapes import REQUIRED
 from dashboard.batches import drop_body, present
 from orders.inputs import BatchIn, parse_batch
 from orders.results import ResultEntry
@@ -64,6 +68,8 @@ COLUMNS = (
     "cod_amount",
     # The recipient's email, for notifications (docs/notifications.md).
     "recipient_email",
+    # The recipient's page and messages: en or km; empty, the business's setting (§26).
+    "recipient_language",
 )
 REQUIRED_COLUMNS = (
     "client_order_id",
@@ -74,8 +80,8 @@ REQUIRED_COLUMNS = (
 )
 # Where to go: both coordinates, or an address (per side), as in the API.
 LOCATIONS = (
-    ("dropoff_lat", "dropoff_long", "dropoff_address", "where to deliver"),
-    ("pickup_lat", "pickup_long", "pickup_address", "where to pick up"),
+    ("dropoff_lat", "dropoff_long", "dropoff_address", gettext_lazy("where to deliver")),
+    ("pickup_lat", "pickup_long", "pickup_address", gettext_lazy("where to pick up")),
 )
 YES = frozenset({"yes", "y", "true", "1"})
 NO = frozenset({"no", "n", "false", "0"})
@@ -107,6 +113,7 @@ _DROP_FIELDS = {
     "parcel.description": "parcel_description",
     "parcel.value": "parcel_value",
     "cod": "cod_amount",
+    "recipient_language": "recipient_language",
     "dropoff.name": "recipient_name",
     "dropoff.phone": "recipient_phone",
     "dropoff.email": "recipient_email",
@@ -126,8 +133,57 @@ _PICKUP_FIELDS = {
     "pickup.pickup_scheduled_at": "pickup_scheduled_at",
     "vehicle": "vehicle",
 }
-# The pipeline's words for a JSON field, in a spreadsheet's.
-_CELL_WORDING = {"This field is required.": "Required, but the cell is empty."}
+# The bulk parser's English messages (the API's, which stay English: docs/api.md) that a
+# file's cells can cause, in the page's language. The English is the API's own words (a
+# missing field said in a spreadsheet's); a message not listed is shown as the API wrote it,
+# still at its row and column (docs/decisions.md, "Languages").
+_API_WORDING: tuple[tuple[re.Pattern[str], Promise], ...] = tuple(
+    (re.compile(pattern), words)
+    for pattern, words in [
+        (re.escape(REQUIRED), gettext_lazy("Required, but the cell is empty.")),
+        (
+            r"Must be at most (?P<max>\d+) characters\.",
+            gettext_lazy("Must be at most %(max)s characters."),
+        ),
+        (r"Must be one of (?P<values>.+)\.", gettext_lazy("Must be one of %(values)s.")),
+        (
+            r"Must be an ISO 8601 timestamp with a time zone\.",
+            gettext_lazy("Must be an ISO 8601 timestamp with a time zone."),
+        ),
+        (
+            r"Must carry a time zone, e\.g\. (?P<example>\S+)\.",
+            gettext_lazy("Must carry a time zone, e.g. %(example)s."),
+        ),
+        (
+            r"Must be a timestamp between the years (?P<first>\d+) and (?P<last>\d+)\.",
+            gettext_lazy("Must be a timestamp between the years %(first)s and %(last)s."),
+        ),
+        (
+            r"Must be a number of kg above 0 and at most (?P<max>[\d.]+) \(kept to the gram\)\.",
+            gettext_lazy("Must be a number of kg above 0 and at most %(max)s (kept to the gram)."),
+        ),
+        (
+            r"Must be a string of at most (?P<max>\d+) characters without NUL\.",
+            gettext_lazy("Must be a string of at most %(max)s characters without NUL."),
+        ),
+        (
+            r"At most (?P<max>\d+) characters in all; got (?P<got>\d+)\.",
+            gettext_lazy("At most %(max)s characters in all; got %(got)s."),
+        ),
+        (
+            r"Must be a vehicle type's code, such as (?P<example>\w+)\.",
+            gettext_lazy("Must be a vehicle type's code, such as %(example)s."),
+        ),
+        (
+            r'Must be a money string such as "(?P<example>[\d.]+)"\.',
+            gettext_lazy('Must be a money string such as "%(example)s".'),
+        ),
+        (
+            r"Must be one email address, (?P<max>\d+) characters at most\.",
+            gettext_lazy("Must be one email address, %(max)s characters at most."),
+        ),
+    ]
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +195,13 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        # Said in the language of the page that shows it; the column keeps its header's name.
         where = [_rows_text(self.rows)] if self.rows else []
         if self.column:
-            where.append(f"column {self.column}")
-        return f"{', '.join(where)}: {self.message}" if where else self.message
+            where.append(_("column %(column)s") % {"column": self.column})
+        if not where:
+            return self.message
+        return _("%(where)s: %(message)s") % {"where": ", ".join(where), "message": self.message}
 
     @property
     def sort_key(self) -> tuple[int, int]:
@@ -222,7 +281,7 @@ def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFil
         data,
         names={column: column for column in COLUMNS},
         required=REQUIRED_COLUMNS,
-        header_needed=_HEADER_NEEDED,
+        header_needed=_header_needed(),
         column_rules=_location_problems,
     )
     key, client_batch_id = upload_identity(data, business_id=business_id, environment=environment)
@@ -250,11 +309,14 @@ def read_orders(data: bytes, *, business_id: Any, environment: str) -> OrdersFil
     limit = settings.MAX_DROPS_PER_BATCH
     if count > limit:
         raise CsvUnreadable(
-            f"The file has {count} orders; at most {limit} can be sent at once: "
-            "split it into smaller files."
+            _(
+                "The file has %(count)s orders; at most %(limit)s can be sent at once: "
+                "split it into smaller files."
+            )
+            % {"count": count, "limit": limit}
         )
     if count == 0:
-        raise CsvUnreadable("The file has a header but no orders under it.")
+        raise CsvUnreadable(_("The file has a header but no orders under it."))
     return OrdersFile(
         body={"client_batch_id": client_batch_id, "orders": body_groups},
         group_rows=group_rows,
@@ -279,8 +341,8 @@ def checked_batch(orders_file: OrdersFile, *, environment: str) -> BatchIn:
             else:
                 problems.append(problem_at(detail["field"], detail["message"], orders_file))
     if environment == Environment.LIVE:
-        # The API's rule for live keys (tracking.api.batch_of), whatever else is wrong.
-        message = "sandbox_scenario is for the sandbox only: leave it empty for live orders."
+        # The API's rule for live keys (orders.inputs.batch_of), whatever else is wrong.
+        message = _("sandbox_scenario is for the sandbox only: leave it empty for live orders.")
         problems += [
             Problem((row,), "sandbox_scenario", message)
             for row, drop in zip(orders_file.drop_rows, _drops_of(orders_file.body), strict=True)
@@ -297,7 +359,7 @@ def _drops_of(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def problem_at(path: str, message: str, orders_file: OrdersFile) -> Problem:
     """A bulk validation path and message, as the file's rows and column."""
-    message = _CELL_WORDING.get(message, message)
+    message = in_page_words(message)
     match = _BULK_PATH.fullmatch(path)
     if match is None:
         return Problem((), None, message)
@@ -314,6 +376,14 @@ def problem_at(path: str, message: str, orders_file: OrdersFile) -> Problem:
     return Problem((rows[drop],), _DROP_FIELDS.get(rest), message)
 
 
+def in_page_words(message: str) -> str:
+    """The bulk parser's English message in the page's language, where it is one we know."""
+    for pattern, words in _API_WORDING:
+        if match := pattern.fullmatch(message):
+            return str(words) % match.groupdict()
+    return message
+
+
 def results_by_row(orders_file: OrdersFile, entries: list[ResultEntry]) -> list[RowResult]:
     """The bulk answer's entries (submission order) beside their rows, in file order."""
     paired = zip(orders_file.drop_rows, entries, strict=True)
@@ -323,9 +393,10 @@ def results_by_row(orders_file: OrdersFile, entries: list[ResultEntry]) -> list[
 # --- Reading --------------------------------------------------------------------------------
 
 
-_HEADER_NEEDED = (
-    "The first row must be the header: the column names, e.g. " + ", ".join(REQUIRED_COLUMNS) + "."
-)
+def _header_needed() -> str:
+    return _("The first row must be the header: the column names, e.g. %(columns)s.") % {
+        "columns": ", ".join(REQUIRED_COLUMNS)
+    }
 
 
 def _location_problems(columns: dict[str, int]) -> list[str]:
@@ -334,20 +405,29 @@ def _location_problems(columns: dict[str, int]) -> list[str]:
     for lat, long, address, purpose in LOCATIONS:
         if (lat in columns) != (long in columns):
             given, absent = (lat, long) if lat in columns else (long, lat)
-            errors.append(f"The column {given} needs {absent} beside it.")
+            errors.append(
+                _("The column %(given)s needs %(absent)s beside it.")
+                % {"given": given, "absent": absent}
+            )
         elif lat not in columns and address not in columns:
-            errors.append(f"The columns {lat} and {long}, or {address}, are missing ({purpose}).")
+            errors.append(
+                _("The columns %(lat)s and %(long)s, or %(address)s, are missing (%(purpose)s).")
+                % {"lat": lat, "long": long, "address": address, "purpose": purpose}
+            )
     return errors
 
 
 def _rows_text(rows: tuple[int, ...]) -> str:
     if len(rows) == 1:
-        return f"Row {rows[0]}"
+        return _("Row %(row)s") % {"row": rows[0]}
     named = ", ".join(str(row) for row in rows[:ROWS_NAMED])
     if len(rows) > ROWS_NAMED:
-        return f"Rows {named} and {len(rows) - ROWS_NAMED} more"
+        return _("Rows %(rows)s and %(more)s more") % {
+            "rows": named,
+            "more": len(rows) - ROWS_NAMED,
+        }
     head, last = named.rsplit(", ", 1)
-    return f"Rows {head} and {last}"
+    return _("Rows %(rows)s and %(last)s") % {"rows": head, "last": last}
 
 
 class _Cells:
@@ -370,8 +450,11 @@ class _Cells:
                 Problem(
                     (self.row,),
                     column,
-                    f"“{value[:40]}” is not a number: write it with a . as the decimal point, "
-                    "e.g. 11.5564.",
+                    _(
+                        "“%(value)s” is not a number: write it with a . as the decimal point, "
+                        "e.g. 11.5564."
+                    )
+                    % {"value": value[:40]},
                 )
             )
             return None
@@ -380,7 +463,7 @@ class _Cells:
     def yes(self, column: str) -> bool:
         value = (self.text(column) or "no").lower()
         if value not in YES | NO:
-            self.problems.append(Problem((self.row,), column, "Must be yes or no (or empty)."))
+            self.problems.append(Problem((self.row,), column, _("Must be yes or no (or empty).")))
             return False
         return value in YES
 
@@ -426,4 +509,5 @@ class _Cells:
                 "value": self.text("parcel_value"),
             },
             cod_amount=self.text("cod_amount"),
+            recipient_language=self.text("recipient_language"),
         )

@@ -47,11 +47,16 @@ SIGNUP_EMAIL_MAX_LENGTH = min(
 
 
 class SignupForm(forms.Form):
-    business_name = forms.CharField(max_length=_column_length(Business, "name"))
-    email = forms.EmailField(max_length=SIGNUP_EMAIL_MAX_LENGTH, help_text="You sign in with it.")
+    business_name = forms.CharField(
+        label=_("Business name"), max_length=_column_length(Business, "name")
+    )
+    email = forms.EmailField(
+        label=_("Email"), max_length=SIGNUP_EMAIL_MAX_LENGTH, help_text=_("You sign in with it.")
+    )
     password = forms.CharField(
+        label=_("Password"),
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-        help_text="At least 8 characters, not a common password.",
+        help_text=_("At least 8 characters, not a common password."),
     )
 
     def clean_email(self) -> str:
@@ -60,11 +65,12 @@ class SignupForm(forms.Form):
         # Lowercasing can lengthen: "İ" becomes two characters, and EmailValidator accepts it.
         if len(email) > SIGNUP_EMAIL_MAX_LENGTH:
             raise forms.ValidationError(
-                f"Ensure this value has at most {SIGNUP_EMAIL_MAX_LENGTH} characters.",
+                _("Ensure this value has at most %(limit)s characters.")
+                % {"limit": SIGNUP_EMAIL_MAX_LENGTH},
                 code="max_length",
             )
         if get_user_model().objects.filter(username__iexact=email).exists():
-            raise forms.ValidationError("An account with this email already exists.")
+            raise forms.ValidationError(_("An account with this email already exists."))
         return email
 
     def clean_password(self) -> str:
@@ -76,7 +82,7 @@ class SignupForm(forms.Form):
 class LoginForm(RateLimitedLoginMixin, AuthenticationForm):
     def __init__(self, request=None, *args, **kwargs):
         super().__init__(request, *args, **kwargs)
-        self.fields["username"].label = "Email"
+        self.fields["username"].label = _("Email")
 
     def clean_username(self) -> str:
         return self.cleaned_data["username"].strip().lower()
@@ -84,21 +90,28 @@ class LoginForm(RateLimitedLoginMixin, AuthenticationForm):
 
 class RequestAccessForm(forms.Form):
     use_case = forms.CharField(
+        label=_("Use case"),
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="What you deliver, from where, for whom.",
+        help_text=_("What you deliver, from where, for whom."),
     )
     expected_monthly_volume = forms.IntegerField(
-        min_value=1, max_value=10_000_000, help_text="Deliveries per month, roughly."
+        label=_("Expected monthly volume"),
+        min_value=1,
+        max_value=10_000_000,
+        help_text=_("Deliveries per month, roughly."),
     )
 
 
 class ApiKeyForm(forms.Form):
-    environment = forms.ChoiceField(choices=Environment.choices, widget=forms.RadioSelect)
+    environment = forms.ChoiceField(
+        label=_("Environment"), choices=Environment.choices, widget=forms.RadioSelect
+    )
     label = forms.CharField(
+        label=_("Label"),
         max_length=_column_length(ApiKey, "label"),
         required=False,
-        help_text="Where the key will be used, e.g. “web shop”.",
+        help_text=_("Where the key will be used, e.g. “web shop”."),
     )
 
     def __init__(self, *args, environments: list[str], **kwargs):
@@ -111,7 +124,9 @@ class ApiKeyForm(forms.Form):
 
 
 class SandboxTopUpForm(forms.Form):
-    amount = forms.DecimalField(max_digits=12, decimal_places=2, help_text="Play money.")
+    amount = forms.DecimalField(
+        label=_("Amount"), max_digits=12, decimal_places=2, help_text=_("Play money.")
+    )
 
 
 class CodCreditForm(forms.Form):
@@ -119,7 +134,7 @@ class CodCreditForm(forms.Form):
 
     environment = forms.ChoiceField(choices=Environment.choices, widget=forms.HiddenInput)
     amount = forms.DecimalField(
-        max_digits=12, decimal_places=2, min_value=Decimal("0.01"), label="Amount to move"
+        max_digits=12, decimal_places=2, min_value=Decimal("0.01"), label=_("Amount to move")
     )
 
     def __init__(self, *args, **kwargs) -> None:
@@ -134,38 +149,40 @@ class OrderFilterForm(forms.Form):
     q = forms.CharField(
         required=False,
         max_length=100,
-        label="Search",
-        help_text="client_order_id, waybill or recipient name",
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Order, waybill, name"}),
+        label=_("Search"),
+        help_text=_("client_order_id, waybill or recipient name"),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": _("Order, waybill, name")}),
     )
     environment = forms.ChoiceField(
-        required=False, choices=[("", "All environments"), *Environment.choices]
+        required=False,
+        label=_("Environment"),
+        choices=[("", _("All environments")), *Environment.choices],
     )
     status = forms.MultipleChoiceField(
         required=False,
         choices=DropStatus.choices,
         widget=forms.CheckboxSelectMultiple,
-        help_text="None ticked: every status.",
+        help_text=_("None ticked: every status."),
     )
     window_status = forms.MultipleChoiceField(
         required=False,
-        label="Drop-off window",
+        label=_("Drop-off window"),
         choices=WindowStatus.choices,
         widget=forms.CheckboxSelectMultiple,
-        help_text="None ticked: any order, with a window or not.",
+        help_text=_("None ticked: any order, with a window or not."),
     )
     created_from = forms.DateField(
-        required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
+        required=False, label=_("Created from"), widget=forms.DateInput(attrs={"type": "date"})
     )
     created_to = forms.DateField(
-        required=False, label="to", widget=forms.DateInput(attrs={"type": "date"})
+        required=False, label=_("to"), widget=forms.DateInput(attrs={"type": "date"})
     )
     batch = forms.CharField(
         required=False,
         max_length=_column_length(Batch, "client_batch_id"),
-        label="Batch",
-        help_text="client_batch_id or batch_id",
-        widget=forms.TextInput(attrs={"placeholder": "client_batch_id or batch_id"}),
+        label=_("Batch"),
+        help_text=_("client_batch_id or batch_id"),
+        widget=forms.TextInput(attrs={"placeholder": _("client_batch_id or batch_id")}),
     )
 
     def clean_q(self) -> str:
@@ -178,13 +195,15 @@ class OrderFilterForm(forms.Form):
         data = super().clean()
         start, end = data.get("created_from"), data.get("created_to")
         if start and end and start > end:
-            self.add_error("created_to", "The last day comes before the first.")
+            self.add_error("created_to", _("The last day comes before the first."))
         return data
 
 
 class EnvironmentFilterForm(forms.Form):
     environment = forms.ChoiceField(
-        required=False, choices=[("", "All environments"), *Environment.choices]
+        required=False,
+        label=_("Environment"),
+        choices=[("", _("All environments")), *Environment.choices],
     )
 
 
@@ -193,11 +212,11 @@ _ADVANCE_ORDER = [*HAPPY_PATH, *RETURN_PATH]
 
 
 class AdvanceForm(forms.Form):
-    client_order_id = forms.CharField(max_length=100)
+    client_order_id = forms.CharField(label=_("Client order id"), max_length=100)
     to = forms.ChoiceField(
         required=False,
-        label="Target status",
-        choices=[("", "One step forward")]
+        label=_("Target status"),
+        choices=[("", _("One step forward"))]
         + [(status.value, status.label) for status in _ADVANCE_ORDER if status in ADVANCE_TARGETS],
     )
 
@@ -206,47 +225,52 @@ class ScenarioForm(forms.Form):
     """The sandbox console's "watch a delivery": one sample drop the test driver walks."""
 
     scenario = forms.ChoiceField(
+        label=_("Scenario"),
         choices=[
-            ("deliver", "Deliver"),
-            ("fail", "Fail (recipient unavailable), then return to the pickup"),
-            ("cancel_by_courier", "Cancelled by the courier"),
+            ("deliver", _("Deliver")),
+            ("fail", _("Fail (recipient unavailable), then return to the pickup")),
+            ("cancel_by_courier", _("Cancelled by the courier")),
         ],
         initial="deliver",
     )
-    pin = forms.BooleanField(required=False, label="Ask for a delivery PIN")
+    pin = forms.BooleanField(required=False, label=_("Ask for a delivery PIN"))
     cod = forms.DecimalField(
         required=False,
         max_digits=12,
         decimal_places=2,
         min_value=Decimal("0.01"),
         max_value=settings.COD_MAX_AMOUNT,
-        label="Cash to collect (COD)",
-        help_text="Optional: the courier collects it at the door; your wallet page shows it held.",
+        label=_("Cash to collect (COD)"),
+        help_text=_(
+            "Optional: the courier collects it at the door; your wallet page shows it held."
+        ),
     )
 
 
 # --- Webhook endpoints ------------------------------------------------------------------
 
 _SUBSCRIPTION_CHOICES = [
-    (ALL_TYPES, "All events, including types added later"),
+    (ALL_TYPES, _("All events, including types added later")),
     *((value, value) for value in EventType.values),
 ]
 
 
 class WebhookEndpointForm(forms.Form):
     url = forms.CharField(
-        label="URL",
+        label=_("URL"),
         max_length=MAX_URL_LENGTH,
         widget=forms.TextInput(attrs={"placeholder": "https://example.com/webhooks"}),
-        help_text="We POST each event here; a 2xx answer within 10 seconds is a success.",
+        help_text=_("We POST each event here; a 2xx answer within 10 seconds is a success."),
     )
-    description = forms.CharField(max_length=MAX_DESCRIPTION_LENGTH, required=False)
+    description = forms.CharField(
+        label=_("Description"), max_length=MAX_DESCRIPTION_LENGTH, required=False
+    )
     event_types = forms.MultipleChoiceField(
-        label="Events",
+        label=_("Events"),
         choices=_SUBSCRIPTION_CHOICES,
         initial=[ALL_TYPES],
         widget=forms.CheckboxSelectMultiple,
-        help_text="A test event is sent on request, whatever is ticked here.",
+        help_text=_("A test event is sent on request, whatever is ticked here."),
     )
 
     def clean_url(self) -> str:
@@ -306,33 +330,33 @@ class OrderEditForm(forms.Form):
     another tab) is never written back over."""
 
     name = forms.CharField(
-        label="Recipient name",
+        label=_("Recipient name"),
         required=False,
         widget=forms.TextInput(attrs={"maxlength": MAX_NAME}),
     )
     phone = forms.CharField(
-        label="Phone",
+        label=_("Phone"),
         required=False,
-        help_text="With the country code, e.g. +85512345678.",
+        help_text=_("With the country code, e.g. +85512345678."),
         widget=forms.TextInput(attrs={"type": "tel", "autocomplete": "off"}),
     )
     notes = forms.CharField(
-        label="Notes for the courier",
+        label=_("Notes for the courier"),
         required=False,
-        help_text="At most 500 characters; never shown on the recipient's page.",
+        help_text=_("At most 500 characters; never shown on the recipient's page."),
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_NOTES}),
     )
     external_waybill = forms.CharField(
-        label="Waybill", required=False, widget=forms.TextInput(attrs={"maxlength": MAX_WAYBILL})
+        label=_("Waybill"), required=False, widget=forms.TextInput(attrs={"maxlength": MAX_WAYBILL})
     )
-    address = forms.CharField(label="Address", required=False)
-    city = forms.CharField(label="City", required=False)
-    lat = forms.FloatField(label="Latitude", required=False, widget=_coordinate_input())
-    long = forms.FloatField(label="Longitude", required=False, widget=_coordinate_input())
-    window_start = forms.DateTimeField(label="From", required=False, widget=_moment_input())
-    window_end = forms.DateTimeField(label="To", required=False, widget=_moment_input())
+    address = forms.CharField(label=_("Address"), required=False)
+    city = forms.CharField(label=_("City"), required=False)
+    lat = forms.FloatField(label=_("Latitude"), required=False, widget=_coordinate_input())
+    long = forms.FloatField(label=_("Longitude"), required=False, widget=_coordinate_input())
+    window_start = forms.DateTimeField(label=_("From"), required=False, widget=_moment_input())
+    window_end = forms.DateTimeField(label=_("To"), required=False, widget=_moment_input())
     undeliverable_action = forms.ChoiceField(
-        label="If it cannot be delivered", choices=UndeliverableAction.choices
+        label=_("If it cannot be delivered"), choices=UndeliverableAction.choices
     )
 
     def __init__(self, data=None, *, drop: Drop) -> None:

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.models import Business, Environment
@@ -38,18 +39,19 @@ SAMPLE_ORDERS = Path(settings.BASE_DIR) / "docs" / "sample-orders.csv"
 
 class UploadForm(forms.Form):
     file = forms.FileField(
-        label="CSV file",
+        label=_("CSV file"),
         allow_empty_file=True,  # csv_orders says so in its own words
         widget=forms.FileInput(attrs={"accept": ".csv,text/csv"}),
     )
-    environment = forms.ChoiceField(choices=Environment.choices, widget=forms.RadioSelect)
+    environment = forms.ChoiceField(
+        label=_("Environment"), choices=Environment.choices, widget=forms.RadioSelect
+    )
 
     def __init__(self, *args: Any, environments: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["file"].help_text = (
-            f"UTF-8, comma or semicolon separated, at most {MAX_FILE_LABEL} "
-            f"and {settings.MAX_DROPS_PER_BATCH} orders."
-        )
+        self.fields["file"].help_text = _(
+            "UTF-8, comma or semicolon separated, at most %(size)s and %(orders)s orders."
+        ) % {"size": MAX_FILE_LABEL, "orders": settings.MAX_DROPS_PER_BATCH}
         self.fields["environment"].choices = [
             (value, Environment(value).label) for value in environments
         ]
@@ -60,8 +62,11 @@ class UploadForm(forms.Form):
         upload = self.cleaned_data["file"]
         if upload.size > MAX_FILE_BYTES:
             raise forms.ValidationError(
-                f"The file is {upload.size / 1024 / 1024:.1f} MB; at most {MAX_FILE_LABEL} can be "
-                "uploaded at once: split it into smaller files.",
+                _(
+                    "The file is %(size).1f MB; at most %(limit)s can be uploaded at once: "
+                    "split it into smaller files."
+                )
+                % {"size": upload.size / 1024 / 1024, "limit": MAX_FILE_LABEL},
                 code="too_large",
             )
         return b"".join(upload.chunks())
@@ -119,8 +124,10 @@ def orders_upload(request: HttpRequest) -> HttpResponse:
     if request.POST.get("environment") == Environment.LIVE and not business.is_live:
         messages.error(
             request,
-            "Live orders can be uploaded once an operator switches live access on; "
-            "upload to the sandbox meanwhile.",
+            _(
+                "Live orders can be uploaded once an operator switches live access on; "
+                "upload to the sandbox meanwhile."
+            ),
         )
         return _page(request, form=UploadForm(environments=environments), status=403)
     form = UploadForm(request.POST, request.FILES, environments=environments)
@@ -146,7 +153,7 @@ def orders_upload(request: HttpRequest) -> HttpResponse:
             batch=batch,
         )
     except (BatchRefused, BillingError) as refused:
-        messages.error(request, f"The file was not sent: {refused}")
+        messages.error(request, _("The file was not sent: %(why)s") % {"why": refused})
         return _page(request, form=form, status=409)
     entries = result.entries()
     upload = Upload(

@@ -8,6 +8,7 @@ from dashboard.uploads import orders_upload, orders_upload_template
 from dashboard.views import (
     access,
     booking,
+    common,
     keys,
     money,
     notifications,
@@ -97,6 +98,8 @@ urlpatterns = [
     path("pickup-places/new/", places.pickup_place_form, name="pickup_place_new"),
     path("pickup-places/<uuid:pk>/", places.pickup_place_form, name="pickup_place"),
     path("pickup-places/<uuid:pk>/delete/", places.pickup_place_delete, name="pickup_place_delete"),
+    # The words of the dashboard's scripts, in the language the page names (§26).
+    path("jsi18n/<str:language>/", common.script_words, name="jsi18n"),
     # Orders from a spreadsheet (dashboard/uploads.py).
     path("orders/upload/", orders_upload, name="orders_upload"),
     path("orders/upload/template.csv", orders_upload_template, name="orders_upload_template"),

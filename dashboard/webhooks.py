@@ -16,6 +16,8 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -45,7 +47,7 @@ from events.ssrf import private_urls_allowed
 
 # A delivery's newest attempts on the endpoint's page; the rest on the delivery's own pages.
 ATTEMPTS_SHOWN = 3
-_ALREADY_SENT = (
+_ALREADY_SENT = gettext_lazy(
     "This form was already sent, so nothing new was made. A secret is shown only once: if "
     "you did not copy it, rotate it again."
 )
@@ -66,7 +68,11 @@ def _may_manage(request, environment: str) -> bool:
     """Endpoints are managed where keys may be made: sandbox once approved, live once live."""
     if environment in key_environments(request.business):
         return True
-    messages.error(request, f"Your account cannot manage {environment} webhooks yet.")
+    messages.error(
+        request,
+        _("Your account cannot manage %(environment)s webhooks yet.")
+        % {"environment": Environment(environment).label.lower()},
+    )
     return False
 
 
@@ -179,7 +185,7 @@ def webhook_endpoint(request, pk: uuid.UUID):
         update_endpoint(endpoint=endpoint, **form.cleaned_data)
     except WebhookEndpoint.DoesNotExist as exc:
         raise Http404("No such webhook endpoint.") from exc
-    messages.success(request, "Saved.")
+    messages.success(request, _("Saved."))
     return redirect("dashboard:webhook", pk=endpoint.pk)
 
 
@@ -193,9 +199,9 @@ def webhook_enabled(request, pk: uuid.UUID):
         update_endpoint(endpoint=endpoint, enabled=enabled)
         messages.success(
             request,
-            "The endpoint is on: events are sent to it again."
+            _("The endpoint is on: events are sent to it again.")
             if enabled
-            else "The endpoint is off: nothing is sent to it until you switch it on.",
+            else _("The endpoint is off: nothing is sent to it until you switch it on."),
         )
     return redirect("dashboard:webhook", pk=endpoint.pk)
 
@@ -225,7 +231,9 @@ def webhook_test(request, pk: uuid.UUID):
             messages.error(request, exc.message)
         else:
             messages.success(
-                request, f"Test event {event.public_id} queued: its delivery shows below."
+                request,
+                _("Test event %(event)s queued: its delivery shows below.")
+                % {"event": event.public_id},
             )
     return redirect("dashboard:webhook", pk=endpoint.pk)
 
@@ -243,7 +251,10 @@ def webhook_resend(request, pk: uuid.UUID, delivery_pk: int):
         except EndpointRefused as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"Delivery of {delivery.event.public_id} queued again.")
+            messages.success(
+                request,
+                _("Delivery of %(event)s queued again.") % {"event": delivery.event.public_id},
+            )
     return redirect("dashboard:webhook", pk=endpoint.pk)
 
 
@@ -272,6 +283,6 @@ def webhook_delete(request, pk: uuid.UUID):
     endpoint = _endpoint_of(request, pk)
     if request.method == "POST" and _may_manage(request, endpoint.environment):
         delete_endpoint(endpoint=endpoint)
-        messages.success(request, f"The endpoint {endpoint.url} is deleted.")
+        messages.success(request, _("The endpoint %(url)s is deleted.") % {"url": endpoint.url})
         return redirect(_list_url(endpoint.environment))
     return render(request, "dashboard/webhook_delete.html", {"endpoint": endpoint})

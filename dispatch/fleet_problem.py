@@ -4,14 +4,17 @@ solver's places, vehicles and jobs (dispatch/solver.py).
 
 - A courier is a vehicle starting where they are now, with their vehicle type's
   `max_load_kg` (in grams), a run ending within RUN_HORIZON_MINUTES and their shift's end;
-  an open route (a run ends at its last stop).
+  an open route (a run ends at its last stop). A courier with nothing to do may take one
+  order however long it is, and an order longer than the horizon by itself may end a run
+  past it (within the shift): else such an order would never be offered.
 - A drop is a job: picked up at its order's pickup, dropped at its place (a drop going back,
   RETURNING or FAILED to return, at the pickup). A drop already picked up is on board:
   loaded at the courier's start. Its window, in seconds from now, is the drop's; a drop
   without one is due by the promise the ETA model made for it (`due_by`), so that the
   solver spreads orders over couriers instead of piling them on the one nearest the shops
   (the least riding alone would: an open run costs nothing for growing long).
-- Every stop takes HANDLING_MINUTES; riding times come from dispatch/travel.py at
+- Every stop takes HANDLING_MINUTES, an order's pickup once (its first parcel's; the
+  courier takes all its parcels at once); riding times come from dispatch/travel.py at
   COURIER_SPEED_KMH.
 """
 
@@ -65,6 +68,9 @@ class Fleet:
     matrix: np.ndarray | None = None
     vehicles: dict[int, Vehicle] = field(default_factory=dict)
     kind_of_courier: dict[int, str] = field(default_factory=dict)
+    # Seconds to each courier's shift's end (None: no end): what bounds an idle courier's one
+    # order, which RUN_HORIZON_MINUTES does not.
+    shift_left: dict[int, int | None] = field(default_factory=dict)
     courier_of_key: dict[str, int] = field(default_factory=dict)
     committed: dict[int, list[Job]] = field(default_factory=dict)
     # The same work as the shared problem holds it: held to its courier (below).
@@ -139,6 +145,21 @@ class Fleet:
         last = stops[-1].arrival + self.service if stops else 0
         return vehicle.until is None or last <= vehicle.until
 
+    def due_in(self, order_id) -> int:
+        """Seconds from now to the earliest end of a waiting order's drops' windows (a drop
+        without one: when it is due, `due_by`)."""
+        return min(job.window[1] for job in self.waiting_jobs[order_id])
+
+    def own_seconds(self, order_id) -> int:
+        """Riding and handling seconds of a waiting order by itself: its pickup, then its
+        drops in stop order."""
+        here = self.pickup_place[order_id]
+        total = self.service
+        for job in self.waiting_jobs[order_id]:
+            total += int(self.matrix[here, job.drop]) + self.service
+            here = job.drop
+        return total
+
     def run_seconds(self, courier_id: int) -> int:
         """Riding and handling seconds through the courier's run as it stands."""
         here, total = self.vehicles[courier_id].start, 0
@@ -191,9 +212,12 @@ def _add_courier(fleet: Fleet, courier, capacity: int) -> None:
     """A courier as a vehicle: from where they are, their vehicle's load, a run that ends
     within RUN_HORIZON_MINUTES and their shift."""
     until = settings.RUN_HORIZON_MINUTES * 60
+    shift_left = None
     if courier.shift_ends_at is not None:
-        until = min(until, max(int((courier.shift_ends_at - fleet.now).total_seconds()), 0))
+        shift_left = max(int((courier.shift_ends_at - fleet.now).total_seconds()), 0)
+        until = min(until, shift_left)
     key = str(courier.courier_id)
+    fleet.shift_left[courier.courier_id] = shift_left
     fleet.vehicles[courier.courier_id] = Vehicle(
         key, fleet.place(courier.lat, courier.long), capacity=capacity, until=until
     )
@@ -225,6 +249,7 @@ def _add_run(fleet: Fleet, courier_id: int, drops: list) -> None:
     for drop in drops:
         if drop.order_id not in fleet.pickup_place:
             fleet.pickup_place[drop.order_id] = fleet.place(drop.pickup_lat, drop.pickup_long)
+    picking: set = set()  # the orders whose pickup is counted already
     for stop in stops:
         if stop.kind != DROP:
             continue
@@ -236,8 +261,11 @@ def _add_run(fleet: Fleet, courier_id: int, drops: list) -> None:
             pickup=fleet.pickup_place[drop.order_id] if waits else None,
             load=int(drop.weight_kg * GRAMS),
             window=_window_of(fleet, drop) if ahead else None,
-            pickup_service=fleet.service, drop_service=fleet.service,
+            pickup_service=0 if drop.order_id in picking else fleet.service,
+            drop_service=fleet.service,
         )  # fmt: skip
+        if waits:
+            picking.add(drop.order_id)
         fleet.order_of_job[job.key] = drop.order_id
         jobs.append(job)
     fleet.committed[courier_id] = jobs
@@ -282,11 +310,12 @@ def _add_waiting(fleet: Fleet, waiting: list) -> None:
             fleet.pickup_place[drop.order_id] = fleet.place(order.lat, order.long)
             if order.cod:
                 fleet.cod_orders.add(drop.order_id)
+        first = not fleet.waiting_jobs[drop.order_id]
         job = Job(
             str(drop.drop_id), str(drop.order_id), fleet.place(drop.lat, drop.long),
             pickup=fleet.pickup_place[drop.order_id], load=int(drop.weight_kg * GRAMS),
             window=_window_of(fleet, drop),
-            pickup_service=fleet.service, drop_service=fleet.service,
+            pickup_service=fleet.service if first else 0, drop_service=fleet.service,
         )  # fmt: skip
         fleet.waiting_jobs[drop.order_id].append(job)
         fleet.waiting_order_of_job[job.key] = drop.order_id

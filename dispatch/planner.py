@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -144,8 +144,9 @@ class Allowed:
 
 def _placed(fleet: Fleet, chosen: dict[int, list], allowed: Allowed) -> dict[int, Sequenced]:
     """Each courier's additions sequenced into their run; the orders of a run that would not
-    hold (its load, its horizon or shift) are tried one by one with the couriers they would
-    add least to, at most RETRIES each, and wait for the next run otherwise."""
+    hold (its load, its horizon or shift) are tried one by one, the most urgent first, with
+    the couriers they would add least to, at most RETRIES each, then alone with a courier who
+    has nothing to do, and wait for the next run otherwise."""
     placed: dict[int, Sequenced] = {}
     homeless = []
     for courier_id, order_ids in chosen.items():
@@ -154,14 +155,30 @@ def _placed(fleet: Fleet, chosen: dict[int, list], allowed: Allowed) -> dict[int
             homeless += order_ids
         else:
             placed[courier_id] = sequenced
-    for order_id in homeless:
-        for courier_id in ranked_couriers(fleet, order_id, allowed)[:RETRIES]:
-            order_ids = [*(placed[courier_id].order_ids if courier_id in placed else ()), order_id]
-            sequenced = sequence_run(fleet, courier_id, order_ids)
-            if sequenced is not None:
-                placed[courier_id] = sequenced
-                break
+    for order_id in sorted(homeless, key=fleet.due_in):  # the most urgent first
+        ranked = ranked_couriers(fleet, order_id, allowed)
+        if not _added_to_a_run(fleet, placed, order_id, ranked[:RETRIES]):
+            idle = [c for c in ranked if c not in placed and not fleet.committed[c]]
+            for courier_id in idle[:RETRIES]:
+                sequenced = sequence_run(fleet, courier_id, [order_id], alone=True)
+                if sequenced is not None:
+                    placed[courier_id] = sequenced
+                    break
     return placed
+
+
+def _added_to_a_run(
+    fleet: Fleet, placed: dict[int, Sequenced], order_id, couriers: list[int]
+) -> bool:
+    """The order added to the first of these couriers' runs (with what they are offered
+    already) that holds with it."""
+    for courier_id in couriers:
+        order_ids = [*(placed[courier_id].order_ids if courier_id in placed else ()), order_id]
+        sequenced = sequence_run(fleet, courier_id, order_ids)
+        if sequenced is not None:
+            placed[courier_id] = sequenced
+            return True
+    return False
 
 
 def _holders(plan: Plan, fleet: Fleet, kind: str) -> dict:
@@ -220,11 +237,18 @@ def offers_of(fleet: Fleet, placed: dict[int, Sequenced], now: datetime) -> list
     return offers
 
 
-def sequence_run(fleet: Fleet, courier_id: int, order_ids: list) -> Sequenced | None:
+def sequence_run(
+    fleet: Fleet, courier_id: int, order_ids: list, *, alone: bool = False
+) -> Sequenced | None:
     """The courier's run with these orders in it, ordered by the solver: its stops as an
-    offer holds them and the seconds it adds; None when the load on board or the shift's end
-    would not hold."""
+    offer holds them and the seconds it adds; None when the load on board, the run's horizon
+    or the shift's end would not hold. The horizon is not asked of an idle courier's one
+    order (`alone`), nor of a run gaining an order that cannot wait for it: longer than the
+    horizon by itself, or due within it (waiting for the next run would make it late). Only
+    the shift bounds those."""
     vehicle = fleet.vehicles[courier_id]
+    if alone or any(_past_the_horizon(fleet, order_id) for order_id in order_ids):
+        vehicle = replace(vehicle, until=fleet.shift_left[courier_id])
     jobs: list[Job] = list(fleet.committed[courier_id])
     for order_id in order_ids:
         jobs += fleet.waiting_jobs[order_id]
@@ -236,6 +260,13 @@ def sequence_run(fleet: Fleet, courier_id: int, order_ids: list) -> Sequenced | 
     before = fleet.run_seconds(courier_id)
     after = stops[-1].arrival + jobs_service(jobs, stops[-1].job) if stops else 0
     return Sequenced(list(order_ids), fleet.offer_stops(stops), max(after - before, 0))
+
+
+def _past_the_horizon(fleet: Fleet, order_id) -> bool:
+    """Whether an order may end a run past RUN_HORIZON_MINUTES: it is longer than that by
+    itself, or due within it."""
+    horizon = settings.RUN_HORIZON_MINUTES * 60
+    return fleet.own_seconds(order_id) > horizon or fleet.due_in(order_id) <= horizon
 
 
 def jobs_service(jobs: list[Job], key: str) -> int:

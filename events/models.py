@@ -11,6 +11,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Environment
 
@@ -85,9 +86,9 @@ class WebhookEndpoint(models.Model):
 
 
 class DeliveryStatus(models.TextChoices):
-    PENDING = "PENDING"  # due at next_attempt_at
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"  # the retry schedule ran out, or the endpoint was disabled
+    PENDING = "PENDING", _("Pending")  # due at next_attempt_at
+    SUCCEEDED = "SUCCEEDED", _("Succeeded")
+    FAILED = "FAILED", _("Failed")  # the retry schedule ran out, or the endpoint was disabled
 
 
 class Delivery(models.Model):

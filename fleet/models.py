@@ -12,21 +12,33 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 
 class ParcelSize(models.TextChoices):
     """Sizes in increasing order: a vehicle takes its own size and every smaller one."""
 
-    S = "S", "Small (an envelope, a phone box)"
-    M = "M", "Medium (a shoe box)"
-    L = "L", "Large (a suitcase)"
-    XL = "XL", "Extra large (furniture)"
+    S = "S", _("Small (an envelope, a phone box)")
+    M = "M", _("Medium (a shoe box)")
+    L = "L", _("Large (a suitcase)")
+    XL = "XL", _("Extra large (furniture)")
 
 
 # A size's rank: a parcel fits a vehicle when its rank is at most the vehicle's.
 SIZE_RANK = {size.value: rank for rank, size in enumerate(ParcelSize)}
 
 DEFAULT_VEHICLE = "motorbike"
+
+# The seeded types' names (migration 0002), marked so that the catalogues carry them: a
+# page shows a type's name in its language when it is one of these, else as it was typed
+# (VehicleType.display_name). A type an operator adds is named in its own words.
+SEEDED_NAMES = (
+    gettext_noop("Motorbike"),
+    gettext_noop("Tuk-tuk"),
+    gettext_noop("Car"),
+    gettext_noop("Van"),
+)
 
 
 class VehicleType(models.Model):
@@ -63,6 +75,11 @@ class VehicleType(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def display_name(self) -> str:
+        """The name in the page's language: a seeded name is in the catalogues."""
+        return gettext(self.name) if self.name else ""  # gettext("") is the catalogue's header
 
     def takes_size(self, size: str) -> bool:
         return SIZE_RANK[size] <= SIZE_RANK[self.max_parcel_size]

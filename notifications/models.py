@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Environment
 
@@ -17,15 +18,15 @@ from accounts.models import Environment
 class Kind(models.TextChoices):
     """What a recipient hears about; each is read from an event (notifications.collect)."""
 
-    DISPATCHED = "dispatched", "On its way"  # PICKED_UP: the parcel left with the courier
-    NEARBY = "nearby", "Courier nearby"  # order.courier_position within NOTIFY_NEARBY_METERS
-    DELIVERED = "delivered", "Delivered"
-    FAILED = "failed", "Delivery failed"
+    DISPATCHED = "dispatched", _("On its way")  # PICKED_UP: the parcel left with the courier
+    NEARBY = "nearby", _("Courier nearby")  # order.courier_position within NOTIFY_NEARBY_METERS
+    DELIVERED = "delivered", _("Delivered")
+    FAILED = "failed", _("Delivery failed")
 
 
 class Channel(models.TextChoices):
-    EMAIL = "email", "Email"
-    SMS = "sms", "SMS"
+    EMAIL = "email", _("Email")
+    SMS = "sms", _("SMS")
 
 
 class NotificationTemplate(models.Model):
@@ -86,13 +87,16 @@ class NotificationFeed(models.Model):
 
 
 class MessageStatus(models.TextChoices):
-    PENDING = "PENDING"  # due at next_attempt_at
-    SENDING = "SENDING"  # claimed by a worker until claimed_until
-    SENT = "SENT"  # the provider took it
-    SANDBOX = "SANDBOX"  # a sandbox message: logged, never sent
-    THROTTLED = "THROTTLED"  # the recipient had NOTIFY_PER_RECIPIENT_PER_HOUR already
-    FAILED = "FAILED"  # refused, out of attempts, or its worker died mid-send (at most once)
-    SUPPRESSED = "SUPPRESSED"  # the recipient asked the business to stop (a Suppression)
+    PENDING = "PENDING", _("Pending")  # due at next_attempt_at
+    SENDING = "SENDING", _("Sending")  # claimed by a worker until claimed_until
+    SENT = "SENT", _("Sent")  # the provider took it
+    SANDBOX = "SANDBOX", _("Sandbox")  # a sandbox message: logged, never sent
+    # The recipient had NOTIFY_PER_RECIPIENT_PER_HOUR already
+    THROTTLED = "THROTTLED", _("Throttled")
+    # Refused, out of attempts, or its worker died mid-send (at most once)
+    FAILED = "FAILED", _("Failed")
+    # The recipient asked the business to stop (a Suppression).
+    SUPPRESSED = "SUPPRESSED", _("Suppressed")
 
 
 class Message(models.Model):
@@ -153,8 +157,8 @@ class Message(models.Model):
 class OptOut(models.TextChoices):
     """How a recipient asked a business to stop."""
 
-    SMS_STOP = "sms_stop", "Replied STOP"
-    EMAIL_UNSUBSCRIBE = "email_unsubscribe", "Unsubscribed from an email"
+    SMS_STOP = "sms_stop", _("Replied STOP")
+    EMAIL_UNSUBSCRIBE = "email_unsubscribe", _("Unsubscribed from an email")
 
 
 class Suppression(models.Model):

@@ -138,6 +138,13 @@ def locate(place: Place, phone: Any, pins: dict[str, Pin | None]) -> Located:
     return Located(pin=pin, resolved=True)
 
 
+def batch_addresses(batch: BatchIn) -> list[dict[str, str]]:
+    """The batch's address-only places: the only ones the geocoder is asked about."""
+    groups = batch.groups
+    places = [g.pickup.place for g in groups] + [d.place for g in groups for d in g.drops]
+    return addresses_to_geocode(places)
+
+
 def addresses_to_geocode(places: list[Place]) -> list[dict[str, str]]:
     """Address-only places: the only ones the geocoder is asked about."""
     return [p.address for p in places if not p.has_coordinates and p.address is not None]

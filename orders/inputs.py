@@ -20,7 +20,8 @@ import orjson
 from django.conf import settings
 from rest_framework import serializers
 
-from core.api import ApiError, validation_error
+from accounts.models import Environment
+from core.api import ApiError, json_body, validation_error
 from core.languages import codes
 from core.serializers import Input, QueryNumber
 from core.shapes import (
@@ -170,6 +171,20 @@ class BatchIn:
 def fingerprint_of(body: Any) -> str:
     """SHA-256 of the parsed JSON with sorted keys: key order and whitespace don't count."""
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def bulk_request(request) -> tuple[uuid.UUID, BatchIn]:
+    """What POST /orders/bulk sends: its Idempotency-Key and its body, checked."""
+    return idempotency_key_from(request), batch_of(request)
+
+
+def batch_of(request) -> BatchIn:
+    """The body of a bulk or quote call, checked; a live key may not send sandbox scenarios."""
+    batch = parse_batch(json_body(request))
+    if request.auth.environment == Environment.LIVE and batch.scenario_fields:
+        message = "sandbox_scenario is for sandbox keys only."
+        raise validation_error([{"field": f, "message": message} for f in batch.scenario_fields])
+    return batch
 
 
 def idempotency_key_from(request) -> uuid.UUID:

@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Environment
 from core.ids import uuid7
@@ -19,50 +20,50 @@ MONEY = {"max_digits": 12, "decimal_places": 2}
 
 
 class BatchStatus(models.TextChoices):
-    PROCESSING = "PROCESSING", "Processing"
-    COMPLETED = "COMPLETED", "Completed"
-    PARTIAL = "PARTIAL", "Partial"
-    FAILED = "FAILED", "Failed"
+    PROCESSING = "PROCESSING", _("Processing")
+    COMPLETED = "COMPLETED", _("Completed")
+    PARTIAL = "PARTIAL", _("Partial")
+    FAILED = "FAILED", _("Failed")
 
 
 class FailureReason(models.TextChoices):
-    RECIPIENT_UNAVAILABLE = "RECIPIENT_UNAVAILABLE", "Recipient unavailable"
-    ADDRESS_NOT_FOUND = "ADDRESS_NOT_FOUND", "Address not found"
-    REFUSED = "REFUSED", "Refused by the recipient"
-    WRONG_PIN = "WRONG_PIN", "Wrong PIN (three times)"
-    OTHER = "OTHER", "Other"
+    RECIPIENT_UNAVAILABLE = "RECIPIENT_UNAVAILABLE", _("Recipient unavailable")
+    ADDRESS_NOT_FOUND = "ADDRESS_NOT_FOUND", _("Address not found")
+    REFUSED = "REFUSED", _("Refused by the recipient")
+    WRONG_PIN = "WRONG_PIN", _("Wrong PIN (three times)")
+    OTHER = "OTHER", _("Other")
 
 
 class ProofMethod(models.TextChoices):
-    PIN = "pin", "PIN"
-    PHOTO = "photo", "Photo"
-    SIGNATURE = "signature", "Signature"
-    NONE = "none", "None"
+    PIN = "pin", _("PIN")
+    PHOTO = "photo", _("Photo")
+    SIGNATURE = "signature", _("Signature")
+    NONE = "none", _("None")
 
 
 class UndeliverableAction(models.TextChoices):
     """What happens to a parcel whose delivery failed (docs/contract.md §19)."""
 
-    RETURN = "return", "Return to the pickup"
-    DISPOSE = "dispose", "Dispose"
+    RETURN = "return", _("Return to the pickup")
+    DISPOSE = "dispose", _("Dispose")
 
 
 class WindowStatus(models.TextChoices):
     """Whether a drop keeps its drop-off window (docs/contract.md §17); null without one."""
 
-    ON_TRACK = "on_track", "On track"
-    AT_RISK = "at_risk", "At risk"  # still active, and the ETA is after the window's end
-    MET = "met", "Met"  # delivered by the window's end
-    MISSED = "missed", "Missed"  # finished otherwise: delivered late, failed or cancelled
+    ON_TRACK = "on_track", _("On track")
+    AT_RISK = "at_risk", _("At risk")  # still active, and the ETA is after the window's end
+    MET = "met", _("Met")  # delivered by the window's end
+    MISSED = "missed", _("Missed")  # finished otherwise: delivered late, failed or cancelled
 
 
 class SandboxScenario(models.TextChoices):
     """What the sandbox test driver does with a drop by itself (docs/contract.md §14)."""
 
-    MANUAL = "manual", "Manual (moves only by /sandbox/orders/advance)"
-    DELIVER = "deliver", "Deliver"
-    FAIL = "fail", "Fail (recipient unavailable)"
-    CANCEL_BY_COURIER = "cancel_by_courier", "Cancelled by the courier"
+    MANUAL = "manual", _("Manual (moves only by /sandbox/orders/advance)")
+    DELIVER = "deliver", _("Deliver")
+    FAIL = "fail", _("Fail (recipient unavailable)")
+    CANCEL_BY_COURIER = "cancel_by_courier", _("Cancelled by the courier")
 
 
 # A drop as the bulk call wrote it and nothing has changed since: still in the status it was

@@ -36,7 +36,7 @@ from orders.decisions import (
     Decisions,
     DropDecision,
     Reason,
-    addresses_to_geocode,
+    batch_addresses,
     decide_batch,
 )
 from orders.errors import (
@@ -47,7 +47,7 @@ from orders.errors import (
     QuoteNotFound,
     QuoteUsed,
 )
-from orders.inputs import BatchIn, Place
+from orders.inputs import BatchIn
 from orders.links import new_pin, tracking_tokens, tracking_url
 from orders.models import (
     Batch,
@@ -249,11 +249,6 @@ def purge_expired_quotes(now: datetime | None = None) -> int:
 RESERVING_BATCHES_SQL = f"NOT (status = '{BatchStatus.FAILED.value}')"
 
 
-def places_of(batch: BatchIn) -> list[Place]:
-    groups = batch.groups
-    return [g.pickup.place for g in groups] + [d.place for g in groups for d in g.drops]
-
-
 def replay_for_key(business, environment, key, fingerprint) -> BatchResult:
     stored = IdempotencyRecord.objects.select_related("batch").get(
         business=business, environment=environment, key=key
@@ -269,7 +264,8 @@ def _replay_of(stored: IdempotencyRecord, fingerprint: str) -> BatchResult:
 
 def locate_places(batch: BatchIn) -> dict[str, Pin | None]:
     """Geocode every address-only place of the batch (each distinct address once)."""
-    return geocode_addresses(addresses_to_geocode(places_of(batch)))
+    addresses = batch_addresses(batch)
+    return geocode_addresses(addresses)
 
 
 def read_state(business: Business, environment: str, batch: BatchIn) -> AccountState:

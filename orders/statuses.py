@@ -44,18 +44,19 @@ own name (the set says which one the code asks).
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class DropStatus(models.TextChoices):
-    SCHEDULED = "SCHEDULED", "Scheduled"
-    PENDING = "PENDING", "Pending"
-    ASSIGNED = "ASSIGNED", "Assigned"
-    PICKED_UP = "PICKED_UP", "Picked up"
-    DELIVERED = "DELIVERED", "Delivered"
-    FAILED = "FAILED", "Failed"
-    RETURNING = "RETURNING", "Returning"
-    RETURNED = "RETURNED", "Returned"
-    CANCELLED = "CANCELLED", "Cancelled"
+    SCHEDULED = "SCHEDULED", _("Scheduled")
+    PENDING = "PENDING", _("Pending")
+    ASSIGNED = "ASSIGNED", _("Assigned")
+    PICKED_UP = "PICKED_UP", _("Picked up")
+    DELIVERED = "DELIVERED", _("Delivered")
+    FAILED = "FAILED", _("Failed")
+    RETURNING = "RETURNING", _("Returning")
+    RETURNED = "RETURNED", _("Returned")
+    CANCELLED = "CANCELLED", _("Cancelled")
 
 
 _S, _P, _A = DropStatus.SCHEDULED, DropStatus.PENDING, DropStatus.ASSIGNED

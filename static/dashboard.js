@@ -1,4 +1,5 @@
-// The copy button of a freshly made API key; the only script of the dashboard.
+// The copy button of a freshly made API key or signing secret. "Copied" comes in the page's
+// language from the dashboard's catalogue (templates/dashboard/_script_words.html).
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("[data-copy]");
   if (!button) return;
@@ -9,5 +10,5 @@ document.addEventListener("click", async (event) => {
     field.select();  // no clipboard API (plain http): select it so Ctrl+C works
     document.execCommand("copy");
   }
-  button.textContent = "Copied";
+  button.textContent = window.gettext ? window.gettext("Copied") : "Copied";
 });

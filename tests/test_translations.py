@@ -4,8 +4,8 @@ language of settings.LANGUAGES.
 
 `makemessages` runs into a copy of the catalogues (the repository's stay as they are), over
 the sources as they are now: a string marked since the catalogue was last made comes out
-untranslated. And the templates that couriers and recipients read are scanned for text left
-outside {% translate %}: a text node or a label attribute with words in it.
+untranslated. And the templates that couriers, recipients and shops read are scanned for text
+left outside {% translate %}: a text node or a label attribute with words in it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ SCANNED = [
     *sorted((BASE / "templates" / "tracking").glob("*.html")),
     BASE / "templates" / "_languages.html",
     *sorted((BASE / "couriers" / "templates" / "couriers").glob("*.html")),
+    # What a shop reads: the dashboard, signing up and in.
+    *sorted((BASE / "templates" / "dashboard").glob("*.html")),
+    *sorted((BASE / "templates" / "registration").glob("*.html")),
 ]
 _DROPPED = [  # what is no text a person reads, or is translated already
     r"{%\s*comment\s*%}.*?{%\s*endcomment\s*%}",
@@ -36,8 +39,16 @@ _DROPPED = [  # what is no text a person reads, or is translated already
     r"{%.*?%}",
     r"{{.*?}}",
     r"&#?\w+;",
+    # What a program reads, shown as it is typed: a command, an endpoint, a header or a JSON
+    # sample in <code>, and a value or a column name in an element of class "mono" (a CSV
+    # column's "motorbike", a phone "+855..."). The API's words stay English (§26).
+    r"<code\b.*?</code>",
+    r'<(\w+)\b[^>]*\bclass="[^"]*\bmono\b[^"]*"[^>]*>[^<]*</\1>',
+    # An API field name, e.g. a column's heading: client_order_id, batch_id.
+    r"\b[a-z]+(?:_[a-z]+)+\b",
 ]
-_READ_ATTRIBUTES = re.compile(r'\b(alt|title|aria-label|placeholder)="([^"]*)"')
+# data-label: a table cell's heading, shown beside it on a phone (dashboard.css).
+_READ_ATTRIBUTES = re.compile(r'\b(alt|title|aria-label|placeholder|data-label)="([^"]*)"')
 _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -57,7 +68,7 @@ def unmarked(source: str) -> list[str]:
 
 
 @pytest.mark.parametrize("template", SCANNED, ids=lambda path: str(path.relative_to(BASE)))
-def test_every_word_of_the_couriers_and_recipients_templates_is_marked(template):
+def test_every_word_of_the_scanned_templates_is_marked(template):
     assert unmarked(template.read_text()) == []
 
 
@@ -67,6 +78,17 @@ def test_the_scan_finds_what_is_not_marked():
         "Call us",
     ]
     assert unmarked("{% blocktranslate %}Hello {{ name }}{% endblocktranslate %} {{ x }}") == []
+    assert unmarked('<td data-label="Price">1</td>') == ['data-label="Price"']
+
+
+def test_what_a_program_reads_is_left_as_it_is_typed():
+    code = '<p><code>POST /api/v1/orders/bulk</code> <span class="mono">motorbike</span></p>'
+    assert unmarked(code + "<th>client_order_id</th>") == []
+    assert unmarked('<span class="mono">a <b>bold</b> word</span><th>Client order</th>') == [
+        "bold",
+        "word",
+        "Client order",
+    ]
 
 
 @pytest.fixture

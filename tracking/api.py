@@ -16,16 +16,15 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.settings import api_settings
 
-from accounts.models import Environment
 from accounts.permissions import SandboxKeyOnly
-from core.api import ApiError, envelope, json_body, json_response, validation_error
+from core.api import ApiError, envelope, json_body, json_response
 from core.cursors import InvalidCursor
 from core.formats import iso_z, money
 from core.replica import reads_may_lag
 from core.serializers import QUERY_NOT_VALID, parse_query
 from orders.api import base_url_of
 from orders.errors import BatchRefused, QuoteNotFound
-from orders.inputs import BatchIn, idempotency_key_from, parse_batch
+from orders.inputs import batch_of, bulk_request
 from orders.schema import BULK, QUOTE
 from orders.services import QuoteResult, create_batch, price_breakdown, quote_batch
 from tracking.edit_inputs import parse_drop_change
@@ -46,15 +45,6 @@ def refusal_status(refused: type[BatchRefused]) -> int:
     return REFUSAL_STATUS.get(refused, 409)
 
 
-def batch_of(request) -> BatchIn:
-    """The body of a bulk or quote call, checked; a live key may not send sandbox scenarios."""
-    batch = parse_batch(json_body(request))
-    if request.auth.environment == Environment.LIVE and batch.scenario_fields:
-        message = "sandbox_scenario is for sandbox keys only."
-        raise validation_error([{"field": f, "message": message} for f in batch.scenario_fields])
-    return batch
-
-
 class OrderBulkViewSet(viewsets.ViewSet):
     """POST /orders/bulk and POST /orders/quote: calls of the batch service (orders/services.py)."""
 
@@ -64,8 +54,7 @@ class OrderBulkViewSet(viewsets.ViewSet):
     # Counted apart from other calls, under RATE_LIMIT_BULK (core/throttling.py).
     @action(detail=False, methods=["post"], url_path="bulk", throttle_scope="bulk")
     def bulk(self, request):
-        key = idempotency_key_from(request)
-        batch_in = batch_of(request)
+        key, batch_in = bulk_request(request)
         try:
             result = create_batch(
                 business=request.auth.business,

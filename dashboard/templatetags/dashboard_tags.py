@@ -1,4 +1,5 @@
-"""The dashboard's template helpers: every time with its zone, the support address, chart ticks."""
+"""The dashboard's template helpers: every time with its zone, the support address, chart
+ticks, and the names of the codes a page prints (in the page's language)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from django import template
 from django.conf import settings
 from django.utils.formats import date_format
 from django.utils.html import format_html
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext, pgettext, pgettext_lazy
 
+from accounts.models import Environment
 from core.formats import zone_label
+from orders.models import BatchStatus
 
 register = template.Library()
 
@@ -78,3 +81,30 @@ def support_email() -> str:
 def kg(weight) -> str:
     """A weight in kg without trailing zeros: 80.5, 1, 20 (docs/contract.md §18)."""
     return "" if weight is None else f"{weight.normalize():f}"
+
+
+# --- Codes a page prints as names, in its language (the API keeps the codes) ------------------
+
+# A bulk answer's entry status: each drop accepted or rejected (docs/contract.md §4).
+_RESULTS = {
+    "accepted": pgettext_lazy("a drop of a batch", "accepted"),
+    "rejected": pgettext_lazy("a drop of a batch", "rejected"),
+}
+
+
+@register.filter
+def environment_name(code: str) -> str:
+    """`{{ environment|environment_name }}`: "live" is "Live", in the page's language."""
+    return Environment(code).label if code in Environment.values else code
+
+
+@register.filter
+def batch_status_name(code: str) -> str:
+    """`{{ data.status|batch_status_name }}`: "COMPLETED" is "Completed"."""
+    return BatchStatus(code).label if code in BatchStatus.values else code
+
+
+@register.filter
+def result_name(code: str) -> str:
+    """`{{ entry.status|result_name }}`: a drop of a batch "accepted" or "rejected"."""
+    return _RESULTS.get(code, code)

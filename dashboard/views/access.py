@@ -7,6 +7,7 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils.translation import gettext as _
 
 from billing import onboarding as billing_onboarding
 from dashboard.forms import LoginForm, SignupForm
@@ -24,7 +25,7 @@ def signup(request):
         )
         owner = business.memberships.get(is_owner=True).user
         login(request, owner, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome! {business.name} is registered.")
+        messages.success(request, _("Welcome! %(name)s is registered.") % {"name": business.name})
         return redirect("dashboard:home")
     return render(request, "registration/signup.html", {"form": form})
 

@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import Environment
@@ -61,7 +62,12 @@ class Booking:
             environments=self.environments,
             initial={**fresh, **(initial or {})},
         )
-        self.drops = DropFormSet(data, prefix=DROPS, initial=drops)
+        self.drops = DropFormSet(
+            data,
+            prefix=DROPS,
+            initial=drops,
+            form_kwargs={"recipient_language": request.business.recipient_language},
+        )
 
     def is_valid(self) -> bool:
         return all([self.delivery.is_valid(), self.drops.is_valid()])
@@ -163,12 +169,14 @@ def _book(request: HttpRequest, booking: Booking) -> HttpResponse:
         booked = booked_batch_id(business=business, environment=environment, key=key)
         messages.error(
             request,
-            "This form was booked already, as it was first sent; the changes made to it since "
-            "were not booked. Start a new delivery for them.",
+            _(
+                "This form was booked already, as it was first sent; the changes made to it "
+                "since were not booked. Start a new delivery for them."
+            ),
         )
         return redirect("dashboard:delivery_booked", booked)
     except (BatchRefused, BillingError) as refused:
-        booking.delivery.add_error(None, f"Nothing was booked: {refused}")
+        booking.delivery.add_error(None, _("Nothing was booked: %(why)s") % {"why": refused})
         return _page(request, booking, status=409)
     if result.accepted == 0:
         # Refused between the quote and the booking (the wallet spent meanwhile): nothing
@@ -232,6 +240,7 @@ def _uuid_or_404(text: str) -> uuid.UUID:
 
 
 # --- What the page asks as one types (JSON in the API's envelope, the session's login) ------
+# Their codes are the API's; their messages are the page's language, like the page itself.
 
 
 @require_POST
@@ -242,13 +251,15 @@ def delivery_quote(request: HttpRequest) -> HttpResponse:
     complete is "incomplete". CSRF-protected like every POST of the dashboard."""
     booking = Booking(request, request.POST)
     if not booking.environments:
-        return error_response(request, 403, "SANDBOX_ONLY", "This account cannot book yet.")
+        return error_response(request, 403, "SANDBOX_ONLY", _("This account cannot book yet."))
     if not booking.delivery.is_valid():
         details = [
             {"field": name, "message": " ".join(errors)}
             for name, errors in booking.delivery.errors.items()
         ]
-        return error_response(request, 400, "VALIDATION_ERROR", "The form is incomplete.", details)
+        return error_response(
+            request, 400, "VALIDATION_ERROR", _("The form is incomplete."), details
+        )
     booking.drops.is_valid()  # each row on its own: the complete ones are quoted
     rows = booking.rows
     batch = None
@@ -285,8 +296,8 @@ def delivery_geocode(request: HttpRequest) -> HttpResponse:
     """An address typed on the form, found on the map: {found, lat, long}."""
     address = request.GET.get("address", "").strip()
     if not address or len(address) > 300:
-        details = [{"field": "address", "message": "Give an address of 1 to 300 characters."}]
-        return error_response(request, 400, "VALIDATION_ERROR", "No address to find.", details)
+        details = [{"field": "address", "message": _("Give an address of 1 to 300 characters.")}]
+        return error_response(request, 400, "VALIDATION_ERROR", _("No address to find."), details)
     pin = geocoded(address)
     found = {"found": pin is not None, "lat": None, "long": None}
     if pin is not None:
@@ -300,8 +311,8 @@ def delivery_recipients(request: HttpRequest) -> HttpResponse:
     """The address book: the business's own earlier recipients like what is typed."""
     environment = request.GET.get("environment", Environment.SANDBOX)
     if environment not in Environment.values:
-        details = [{"field": "environment", "message": "live or sandbox."}]
-        return error_response(request, 400, "VALIDATION_ERROR", "Unknown environment.", details)
+        details = [{"field": "environment", "message": _("live or sandbox.")}]
+        return error_response(request, 400, "VALIDATION_ERROR", _("Unknown environment."), details)
     found = recipients_like(
         business=request.business, environment=environment, text=request.GET.get("q", "")[:100]
     )

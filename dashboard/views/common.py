@@ -1,6 +1,6 @@
 """What every dashboard page uses: acting for the user's business, paging, the
-environments a business may use, and the one-use form tokens of the pages that show a
-secret once (API keys, webhook endpoints)."""
+environments a business may use, the one-use form tokens of the pages that show a
+secret once (API keys, webhook endpoints), and the words of the dashboard's scripts."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import translation
+from django.views.decorators.http import require_safe
+from django.views.i18n import JavaScriptCatalog
 
 from accounts.models import Business, Environment
-from core.languages import browser_language, switched_language, use_language
+from core.languages import browser_language, supported, switched_language, use_language
 from core.replica import reads_may_lag
 
 PAGE_SIZE = 25
@@ -79,3 +83,18 @@ def spend_key_form_token(request) -> bool:
     tokens.remove(token)
     request.session[_KEY_FORM_TOKENS] = tokens
     return True
+
+
+# The djangojs catalogue (locale/<code>/LC_MESSAGES/djangojs.po), the courier app's set-up.
+_SCRIPT_WORDS = JavaScriptCatalog.as_view(domain="djangojs")
+
+
+@require_safe
+def script_words(request: HttpRequest, language: str) -> HttpResponse:
+    """gettext and interpolate for the dashboard's scripts, in the language the page names
+    (templates/dashboard/_script_words.html): the page's own, whatever decided it (the
+    switch, the browser or the business's setting). Open: it holds only the words."""
+    if supported(language) != language:
+        raise Http404
+    with translation.override(language):
+        return _SCRIPT_WORDS(request)

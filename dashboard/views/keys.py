@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.db.models import F
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
 from accounts import services
@@ -31,8 +32,10 @@ def keys(request):
         if not spend_key_form_token(request):
             messages.warning(
                 request,
-                "This form was already sent, so no new key was made. A key is shown only once: "
-                "if you did not copy it, revoke it and generate another.",
+                _(
+                    "This form was already sent, so no new key was made. A key is shown only "
+                    "once: if you did not copy it, revoke it and generate another."
+                ),
             )
             form = ApiKeyForm(environments=environments)
             status = 409
@@ -77,10 +80,12 @@ def keys(request):
 def revoke_key(request, pk: int):
     key = get_object_or_404(ApiKey, pk=pk, business=request.business)
     if not key.is_active:
-        messages.info(request, f"The key {key.hint} was already revoked.")
+        messages.info(request, _("The key %(key)s was already revoked.") % {"key": key.hint})
         return redirect("dashboard:keys")
     if request.method == "POST":
         services.revoke_api_key(key=key)
-        messages.success(request, f"The key {key.hint} is revoked; it no longer works.")
+        messages.success(
+            request, _("The key %(key)s is revoked; it no longer works.") % {"key": key.hint}
+        )
         return redirect("dashboard:keys")
     return render(request, "dashboard/revoke_key.html", {"key": key})

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts.models import BillingModel, Environment
@@ -99,9 +100,22 @@ def sandbox_wallet_top_up(request):
         else:
             wallet = entry.wallet  # as the top-up left it: what was owed is paid first
             paid = wallet.entries.filter(kind=EntryKind.OWED_PAYMENT, pk__gt=entry.pk).first()
-            owed = f", after paying {-paid.amount} owed" if paid else ""
+            words = (
+                _(
+                    "Added %(amount)s to the sandbox wallet (%(balance)s, after paying "
+                    "%(owed)s owed)."
+                )
+                if paid
+                else _("Added %(amount)s to the sandbox wallet (%(balance)s).")
+            )
             messages.success(
-                request, f"Added {entry.amount} to the sandbox wallet ({wallet.balance}{owed})."
+                request,
+                words
+                % {
+                    "amount": entry.amount,
+                    "balance": wallet.balance,
+                    "owed": paid and -paid.amount,
+                },
             )
             return redirect(reverse("dashboard:wallet") + "?environment=sandbox")
     return _wallet_page(request, environment=Environment.SANDBOX, top_up_form=form, status=400)
@@ -114,9 +128,9 @@ def _wallet_url(environment: str) -> str:
 def _account_gate(business, environment: str) -> str | None:
     """Why the API would refuse this account a money call now (accounts/permissions.py)."""
     if business.is_suspended or not business.can_use_sandbox:
-        return "This account is suspended: nothing was moved."
+        return _("This account is suspended: nothing was moved.")
     if environment == Environment.LIVE and not business.is_live:
-        return "Live access is not enabled for this account: nothing was moved."
+        return _("Live access is not enabled for this account: nothing was moved.")
     return None
 
 
@@ -140,7 +154,9 @@ def cod_credit_wallet(request):
         form.add_error("amount", str(refused))
         return _wallet_page(request, environment=environment, cod_form=form, status=409)
     messages.success(
-        request, f"Moved {money(amount)} of collected cash into the {environment} wallet."
+        request,
+        _("Moved %(amount)s of collected cash into the %(environment)s wallet.")
+        % {"amount": money(amount), "environment": Environment(environment).label.lower()},
     )
     return redirect(_wallet_url(environment))
 
@@ -156,7 +172,14 @@ def sandbox_cod_payout(request):
     else:
         messages.success(
             request,
-            f"Simulated a payout of {money(-entry.amount)} (reference {entry.reference}): "
-            "a cod.remitted event was sent.",
+            _(
+                "Simulated a payout of %(amount)s (reference %(reference)s): a %(event)s "
+                "event was sent."
+            )
+            % {
+                "amount": money(-entry.amount),
+                "reference": entry.reference,
+                "event": "cod.remitted",
+            },
         )
     return redirect(_wallet_url(Environment.SANDBOX))

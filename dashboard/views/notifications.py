@@ -102,7 +102,7 @@ def notifications(request):
         messages.error(
             request,
             _("Your account cannot manage %(environment)s notifications yet.")
-            % {"environment": environment},
+            % {"environment": Environment(environment).label.lower()},
         )
         status = 403
     elif posted and not all(form.is_valid() for form in forms):
@@ -120,7 +120,7 @@ def notifications(request):
         messages.success(
             request,
             _("Your %(environment)s notification settings are saved.")
-            % {"environment": environment},
+            % {"environment": Environment(environment).label.lower()},
         )
         return redirect(
             reverse("dashboard:notifications") + f"?environment={environment}&language={language}"

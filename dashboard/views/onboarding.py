@@ -121,7 +121,7 @@ def request_access(request):
         except services.OnboardingError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, "Access requested. An operator will review it shortly.")
+            messages.success(request, _("Access requested. An operator will review it shortly."))
             return redirect("dashboard:home")
     can_request = business.stage in (Stage.REGISTERED, Stage.REJECTED)
     return render(
@@ -140,7 +140,7 @@ def request_live(request):
         except services.OnboardingError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, "Live access requested. An operator will switch it on.")
+            messages.success(request, _("Live access requested. An operator will switch it on."))
             return redirect("dashboard:home")
     return render(
         request,

@@ -15,6 +15,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from accounts.models import Business, Environment
 from core.api import ApiError
@@ -30,6 +31,7 @@ from dashboard.views.common import (
     page_of,
     spend_key_form_token,
 )
+from fleet.models import VehicleType
 from orders.links import drop_tracking_url
 from orders.models import Batch, Drop, DropStatus, WindowStatus
 from orders.results import ResultEntry
@@ -170,7 +172,7 @@ def orders_labels(request):
         business=request.business, environments=Environment.values, drop_ids=drop_ids
     )
     if not labels:
-        messages.error(request, "Tick the orders to print labels for, then press Labels (PDF).")
+        messages.error(request, _("Tick the orders to print labels for, then press Labels (PDF)."))
         return redirect(_back_to_orders(request))
     return _labels_response(labels, "labels")
 
@@ -215,6 +217,7 @@ def order_detail(request, pk: uuid.UUID):
             "map": order_map(drop),
             "can_cancel": drop.status in CANCELLABLE,
             "window_status": _window_status(drop),
+            "vehicle": VehicleType.objects.filter(pk=drop.order.vehicle).first(),
             # Same-origin, as the recipient's page shows it: the signed /pod/ link's path.
             "photo_path": urlsplit(photo_url(drop.pk)).path if drop.pod_photo else None,
             "signature_path": urlsplit(signature_url(drop.pk)).path if drop.pod_signature else None,
@@ -240,8 +243,8 @@ def order_cancel(request, pk: uuid.UUID):
     if drop.status not in CANCELLABLE:
         messages.info(
             request,
-            f"{drop.client_order_id} is {drop.get_status_display().lower()}: "
-            "only an order not yet picked up can be cancelled.",
+            _("%(order)s is %(status)s: only an order not yet picked up can be cancelled.")
+            % {"order": drop.client_order_id, "status": drop.get_status_display().lower()},
         )
         return redirect("dashboard:order", pk=drop.pk)
     if request.method != "POST":
@@ -254,10 +257,15 @@ def order_cancel(request, pk: uuid.UUID):
     )
     if "error" in entry:
         messages.error(
-            request, f"{drop.client_order_id} was not cancelled: {entry['error']['message']}"
+            request,
+            _("%(order)s was not cancelled: %(why)s")
+            % {"order": drop.client_order_id, "why": entry["error"]["message"]},
         )
     else:
-        messages.success(request, f"{drop.client_order_id} is cancelled; its price is refunded.")
+        messages.success(
+            request,
+            _("%(order)s is cancelled; its price is refunded.") % {"order": drop.client_order_id},
+        )
     return redirect("dashboard:order", pk=drop.pk)
 
 
@@ -273,7 +281,7 @@ def order_edit(request, pk: uuid.UUID):
         return _edit_page(request, drop, OrderEditForm(drop=drop))
     if not spend_key_form_token(request):
         # Sent already (a refresh, the back button): a second send could undo a later change.
-        messages.info(request, "That form was sent already: here is the order as it is now.")
+        messages.info(request, _("That form was sent already: here is the order as it is now."))
         return redirect("dashboard:order", pk=drop.pk)
     form = OrderEditForm(request.POST, drop=drop)
     if not form.is_valid():
@@ -290,9 +298,16 @@ def order_edit(request, pk: uuid.UUID):
         return _edit_page(request, drop, form, status=error.status_code, refusal=error)
     said = changes_said(drop, Drop.objects.get(pk=drop.pk))
     if said:
-        messages.success(request, f"{drop.client_order_id} is saved: {said}.")
+        messages.success(
+            request,
+            _("%(order)s is saved: %(said)s.") % {"order": drop.client_order_id, "said": said},
+        )
     else:
-        messages.info(request, f"Nothing changed: {drop.client_order_id} already had those values.")
+        messages.info(
+            request,
+            _("Nothing changed: %(order)s already had those values.")
+            % {"order": drop.client_order_id},
+        )
     return redirect("dashboard:order", pk=drop.pk)
 
 
@@ -301,11 +316,16 @@ def _closed_to_edits(business: Business, drop: Drop) -> tuple[int, str] | None:
     drop, or the API's own gates on the account (accounts/permissions.py); None if it can."""
     if not drop.is_active:
         status = drop.get_status_display().lower()
-        return 409, f"{drop.client_order_id} is {status}: only an active order can be edited."
+        return 409, _("%(order)s is %(status)s: only an active order can be edited.") % {
+            "order": drop.client_order_id,
+            "status": status,
+        }
     if business.is_suspended or not business.can_use_sandbox:
-        return 403, "This account is suspended: its orders cannot be edited."
+        return 403, _("This account is suspended: its orders cannot be edited.")
     if drop.environment == Environment.LIVE and not business.is_live:
-        return 403, "Live access is not enabled for this account: its live orders cannot be edited."
+        return 403, _(
+            "Live access is not enabled for this account: its live orders cannot be edited."
+        )
     return None
 
 

@@ -8,6 +8,7 @@ import uuid
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_safe
 
 from dashboard.booking import PickupPlaceForm
@@ -39,7 +40,7 @@ def pickup_place_form(request: HttpRequest, pk: uuid.UUID | None = None) -> Http
     )
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        messages.success(request, f"{saved.name} is saved.")
+        messages.success(request, _("%(name)s is saved.") % {"name": saved.name})
         after = "new_delivery" if request.GET.get("next") == "new" else "pickup_places"
         return redirect(f"dashboard:{after}")
     return render(
@@ -61,7 +62,7 @@ def pickup_place_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     place = _own(request, pk)
     if request.method == "POST":
         place.delete()
-        messages.success(request, f"{place.name} is deleted.")
+        messages.success(request, _("%(name)s is deleted.") % {"name": place.name})
         return redirect("dashboard:pickup_places")
     return render(request, "dashboard/pickup_place_delete.html", {"place": place})
 

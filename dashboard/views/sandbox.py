@@ -10,6 +10,9 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_POST
 
 from accounts.models import Environment
@@ -69,19 +72,24 @@ def _sandbox_page(
 def _refusal_words(entry: dict, *, to: str) -> str:
     """Why the test driver did not move the order, in words (the API's codes are for code)."""
     if entry["error"]["code"] == "NOT_FOUND":
-        return "no sandbox order with this id."
-    where = f"to {DropStatus(to).label.lower()}" if to else "further"
+        return _("no sandbox order with this id.")
+    status = DropStatus(entry["status"]).label.lower()
+    if not to:
+        return _("it is %(status)s, so it cannot move further.") % {"status": status}
+    target = DropStatus(to).label.lower()
     if to in RETURN_STEPS and (
         entry.get("undeliverable_action") == UndeliverableAction.DISPOSE
     ):  # docs/contract.md §19
-        return f"it is to be disposed of if undeliverable, so it never moves {where}."
-    return f"it is {DropStatus(entry['status']).label.lower()}, so it cannot move {where}."
+        return _("it is to be disposed of if undeliverable, so it never moves to %(to)s.") % {
+            "to": target
+        }
+    return _("it is %(status)s, so it cannot move to %(to)s.") % {"status": status, "to": target}
 
 
 def _refuse_without_sandbox(request):
     if request.business.can_use_sandbox:
         return None
-    messages.error(request, "The sandbox opens once your access request is approved.")
+    messages.error(request, _("The sandbox opens once your access request is approved."))
     return _sandbox_page(request, advance_form=AdvanceForm(), status=403)
 
 
@@ -100,11 +108,12 @@ def sandbox_send_sample(request):
     try:
         result = _send_sandbox_batch(request, sample_batch_body(uuid.uuid4().hex[:8]))
     except (BatchRefused, BillingError) as exc:
-        messages.error(request, f"The sample batch was not sent: {exc}")
+        messages.error(request, _("The sample batch was not sent: %(why)s") % {"why": exc})
         return _sandbox_page(request, advance_form=AdvanceForm(), status=400)
     messages.success(
         request,
-        f"Sample batch sent: {result.accepted} accepted, {result.rejected} rejected.",
+        _("Sample batch sent: %(accepted)s accepted, %(rejected)s rejected.")
+        % {"accepted": result.accepted, "rejected": result.rejected},
     )
     return redirect("dashboard:batch", pk=result.batch_id)
 
@@ -139,30 +148,43 @@ def sandbox_start_scenario(request):
     try:
         result = _send_sandbox_batch(request, body)
     except (BatchRefused, BillingError) as exc:
-        messages.error(request, f"The scenario did not start: {exc}")
+        messages.error(request, _("The scenario did not start: %(why)s") % {"why": exc})
         return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
     [entry] = result.entries()
     if not entry.accepted:
-        messages.error(request, f"The scenario did not start: {entry.message}")
+        messages.error(request, _("The scenario did not start: %(why)s") % {"why": entry.message})
         return _sandbox_page(request, advance_form=AdvanceForm(), scenario_form=form, status=400)
-    messages.success(
-        request,
-        f"Scenario {form.cleaned_data['scenario']} started: the test driver takes a step "
-        f"every {settings.SANDBOX_STEP_SECONDS:g} s{_from_opening(body)}."
-        + (f" The recipient's PIN is {entry.dropoff_pin}." if entry.dropoff_pin else "")
-        + (f" The courier collects {money(cod)} in cash." if cod else ""),
-    )
+    said = [_started(form.cleaned_data["scenario"], body)]
+    if entry.dropoff_pin:
+        said.append(_("The recipient's PIN is %(pin)s.") % {"pin": entry.dropoff_pin})
+    if cod:
+        said.append(_("The courier collects %(amount)s in cash.") % {"amount": money(cod)})
+    messages.success(request, " ".join(said))
     return redirect(reverse("dashboard:sandbox") + f"?started={entry.drop_id}")
 
 
-def _from_opening(body: dict) -> str:
-    """When the area is closed, the sample's pickup is at its next opening, and a scheduled
-    drop's scenario starts then: " from 07:00 on Tue 24 Nov, when the area opens"."""
+def _started(scenario: str, body: dict) -> str:
+    """The scenario has started, or starts at the area's next opening when it is closed (the
+    sample's pickup is scheduled then): "… every 5 s from 07:00 on 24 Nov, when the area opens"."""
+    step = f"{settings.SANDBOX_STEP_SECONDS:g}"
     scheduled = body["orders"][0]["pickup"].get("pickup_scheduled_at")
     if scheduled is None:
-        return ""
+        return _(
+            "Scenario %(scenario)s started: the test driver takes a step every %(step)s s."
+        ) % {
+            "scenario": scenario,
+            "step": step,
+        }
     local = timezone.localtime(datetime.fromisoformat(scheduled))
-    return f" from {local:%H:%M} on {local:%a %-d %b}, when the area opens"
+    return _(
+        "Scenario %(scenario)s started: the test driver takes a step every %(step)s s from "
+        "%(time)s on %(day)s, when the area opens."
+    ) % {
+        "scenario": scenario,
+        "step": step,
+        "time": f"{local:%H:%M}",
+        "day": date_format(local, pgettext("a day in a sentence", "D j M")),
+    }
 
 
 @require_POST
@@ -187,7 +209,11 @@ def sandbox_advance(request):
             advanced_words=_refusal_words(entry, to=form.cleaned_data["to"]),
             status=400,
         )
-    messages.success(request, f"{entry['client_order_id']} is now {entry['status']}.")
+    messages.success(
+        request,
+        _("%(order)s is now %(status)s.")
+        % {"order": entry["client_order_id"], "status": DropStatus(entry["status"]).label.lower()},
+    )
     return redirect("dashboard:order", pk=entry["drop_id"])
 
 

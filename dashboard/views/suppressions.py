@@ -8,6 +8,8 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from dashboard.views.common import business_view, page_of
 from notifications.models import Suppression
@@ -18,11 +20,13 @@ class ConsentForm(forms.Form):
     """How the recipient agreed to hear from the business again: kept with the lifting."""
 
     note = forms.CharField(
-        label="How did the recipient agree to hear from you again?",
+        label=gettext_lazy("How did the recipient agree to hear from you again?"),
         min_length=10,
         max_length=500,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="E.g. “Asked by phone on 28 Nov to get delivery texts again.” Kept on record.",
+        help_text=gettext_lazy(
+            "E.g. “Asked by phone on 28 Nov to get delivery texts again.” Kept on record."
+        ),
     )
 
 
@@ -62,5 +66,8 @@ def suppression_lift(request, pk: int):
         return _page(request, form=form, failed_pk=pk)
     by = request.user.get_username()
     if lift(suppression=suppression, note=form.cleaned_data["note"], by=by, at=timezone.now()):
-        messages.success(request, f"{suppression.address} can be sent messages again.")
+        messages.success(
+            request,
+            _("%(address)s can be sent messages again.") % {"address": suppression.address},
+        )
     return redirect("dashboard:suppressions")

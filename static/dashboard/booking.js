@@ -2,9 +2,22 @@
    addresses found on the map as they are typed, pins dragged to correct them (the corrected
    pin is what the form sends), drop rows added and removed in place, the address book offered
    as a name or phone is typed, and the live quote of POST /orders/new/quote/ as the form
-   changes. The same Leaflet setup as static/dashboard/maps.js. */
+   changes. The same Leaflet setup as static/dashboard/maps.js. Its words come in the page's
+   language from the dashboard's catalogue (templates/dashboard/_script_words.html); without
+   it, they are English. */
 (function () {
   "use strict";
+  var gettext = window.gettext || function (text) { return text; };
+  var interpolate = window.interpolate || function (text, values) {
+    return text.replace(/%\((\w+)\)s/g, function (all, name) { return values[name]; });
+  };
+  // How a pin came to be where it is, said in a whole sentence each.
+  var PIN_WORDS = {
+    found: gettext("Pin found at %(lat)s, %(long)s."),
+    moved: gettext("Pin moved at %(lat)s, %(long)s."),
+    again: gettext("Pin as last time at %(lat)s, %(long)s."),
+    set: gettext("Pin set at %(lat)s, %(long)s.")
+  };
   var form = document.getElementById("booking") || document.getElementById("place-form");
   if (!form) return;
   var L = window.L;
@@ -58,6 +71,10 @@
     return row.querySelector("[name$='-" + name + "'], [name='" + name + "']");
   }
 
+  function dropName(n) {
+    return interpolate(gettext("Drop %(n)s"), { n: n }, true);
+  }
+
   function number(row) {
     var span = row.querySelector(".drop-number");
     return span ? span.textContent : "";
@@ -67,11 +84,11 @@
     input(row, "lat").value = lat.toFixed(6);
     input(row, "long").value = long.toFixed(6);
     var state = row.querySelector("[data-pin-state]");
-    if (state) state.textContent = "Pin " + how + " at " + lat.toFixed(5) + ", " + long.toFixed(5) + ".";
+    if (state) state.textContent = interpolate(PIN_WORDS[how], { lat: lat.toFixed(5), long: long.toFixed(5) }, true);
     if (!map) return;
     var marker = markers.get(row);
     if (!marker) {
-      marker = pin("pin-drop", [lat, long], "Drop " + number(row), true);
+      marker = pin("pin-drop", [lat, long], dropName(number(row)), true);
       marker.on("dragend", function () {
         var at = marker.getLatLng();
         showPin(row, at.lat, at.lng, "moved");
@@ -104,7 +121,7 @@
           showPin(row, answer.data.lat, answer.data.long, "found");
           changed();
         } else {
-          clearPin(row, "Not found on the map yet: keep typing, or it is looked up again when booked.");
+          clearPin(row, gettext("Not found on the map yet: keep typing, or it is looked up again when booked."));
         }
       });
   }, 500);
@@ -123,7 +140,7 @@
       if (!found.length) return;
       var title = document.createElement("p");
       title.className = "helptext";
-      title.textContent = "Sent to before:";
+      title.textContent = gettext("Sent to before:");
       box.appendChild(title);
       found.forEach(function (person) {
         var button = document.createElement("button");
@@ -134,7 +151,7 @@
           input(row, "name").value = person.name;
           input(row, "phone").value = person.phone;
           input(row, "address").value = person.address;
-          showPin(row, person.lat, person.long, "as last time");
+          showPin(row, person.lat, person.long, "again");
           box.hidden = true;
           box.textContent = "";
           input(row, "address").focus();
@@ -165,7 +182,7 @@
       remove.value = i;
       remove.hidden = rows.length === 1;
       var marker = markers.get(row);
-      if (marker) marker.options.title = "Drop " + (i + 1);
+      if (marker) marker.options.title = dropName(i + 1);
     });
     if (total) total.value = rows.length;
     var add = document.getElementById("add-drop");
@@ -208,7 +225,7 @@
     var totalBox = document.getElementById("quote-total");
     form.querySelectorAll(".live-refusal").forEach(function (el) { el.remove(); });
     if (!answer.success) {
-      totalBox.textContent = "Choose a pickup place to see the price.";
+      totalBox.textContent = gettext("Choose a pickup place to see the price.");
       return;
     }
     var data = answer.data;
@@ -218,9 +235,9 @@
       if (!row) return;
       var price = row.querySelector("[data-drop-price]");
       if (drop.status === "quotable") {
-        price.textContent = "Drop " + (i + 1) + ": " + drop.price + " " + data.currency;
+        price.textContent = interpolate(gettext("Drop %(n)s: %(price)s %(currency)s"), { n: i + 1, price: drop.price, currency: data.currency }, true);
       } else if (drop.status === "rejected") {
-        price.textContent = "Drop " + (i + 1) + " cannot be booked as it is.";
+        price.textContent = interpolate(gettext("Drop %(n)s cannot be booked as it is."), { n: i + 1 }, true);
         var field = drop.field && input(row, drop.field);
         var holder = field ? field.closest(".field") : price.parentNode;
         var words = document.createElement("p");
@@ -228,10 +245,10 @@
         words.textContent = drop.message;
         holder.appendChild(words);
       } else {
-        price.textContent = "Drop " + (i + 1) + ": fill in the name, phone and address to see its price.";
+        price.textContent = interpolate(gettext("Drop %(n)s: fill in the name, phone and address to see its price."), { n: i + 1 }, true);
       }
     });
-    totalBox.textContent = data.total_price === null ? "—" : "Total " + data.total_price + " " + data.currency;
+    totalBox.textContent = data.total_price === null ? "—" : interpolate(gettext("Total %(price)s %(currency)s"), { price: data.total_price, currency: data.currency }, true);
     totalBox.setAttribute("data-total", data.total_price || "");
   }
 
@@ -241,7 +258,7 @@
     if (!select || !map) return;
     var at = places[select.value];
     if (pickupMarker) { pickupMarker.remove(); pickupMarker = null; }
-    if (at) pickupMarker = pin("pin-pickup", [at[0], at[1]], "Pickup: " + at[2], false);
+    if (at) pickupMarker = pin("pin-pickup", [at[0], at[1]], interpolate(gettext("Pickup: %(name)s"), { name: at[2] }, true), false);
     fit();
   }
 
@@ -273,7 +290,7 @@
     var row = event.target.closest(".drop-row");
     var name = (event.target.name || "").replace(/^drops-\d+-/, "");
     if (row && name === "address") {
-      clearPin(row, "Looking for the address…");
+      clearPin(row, gettext("Looking for the address…"));
       geocode(row);
     }
     if (row && (name === "name" || name === "phone")) suggestSoon(row, name);

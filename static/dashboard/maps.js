@@ -1,9 +1,12 @@
 /* The dashboard's maps (order and batch pages), from the JSON in #map-data (dashboard/maps.py).
    The same Leaflet setup as the recipient's page (static/tracking/tracking.js): our own copy
    of Leaflet, tiles only when a tile URL is configured, L.divIcon pins styled by CSS.
-   Without JavaScript (or Leaflet) the map's card stays hidden; the page is plain HTML. */
+   Without JavaScript (or Leaflet) the map's card stays hidden; the page is plain HTML.
+   Its words (the pins' names) come in the page's language from the dashboard's catalogue
+   (templates/dashboard/_script_words.html); without it, they are English. */
 (function () {
   "use strict";
+  var gettext = window.gettext || function (text) { return text; };
   var source = document.getElementById("map-data");
   var card = document.getElementById("map-card");
   var holder = document.getElementById("dashboard-map");
@@ -49,16 +52,16 @@
 
   var points = [];
   if (data.kind === "order") {
-    pin("pin-pickup", data.pickup, "Pickup", "tear");
-    pin("pin-drop pin-status-" + data.status, data.drop, "Drop-off", "tear");
+    pin("pin-pickup", data.pickup, gettext("Pickup"), "tear");
+    pin("pin-drop pin-status-" + data.status, data.drop, gettext("Drop-off"), "tear");
     points.push(data.pickup, data.drop);
     if (data.courier) {
-      pin("pin-courier", data.courier, "Courier", "round");
+      pin("pin-courier", data.courier, gettext("Courier"), "round");
       points.push(data.courier);
     }
   } else {
     data.pickups.forEach(function (at) {
-      pin("pin-pickup", at, "Pickup", "tear");
+      pin("pin-pickup", at, gettext("Pickup"), "tear");
       points.push(at);
     });
     // Thousands of pins: one marker each, a popup built only when one is clicked.

@@ -106,7 +106,7 @@ def test_sign_up_to_live_key(open_for_business, operator, new_page, live_server,
     shop.get_by_label("Client order id").fill("MANGO-1")
     shop.get_by_label("Target status").select_option("DELIVERED")
     shop.get_by_role("button", name="Advance").click()
-    expect(shop.get_by_text("MANGO-1 is now DELIVERED.")).to_be_visible()
+    expect(shop.get_by_text("MANGO-1 is now delivered.")).to_be_visible()
     expect(shop.get_by_test_id("drop-status")).to_have_text("Delivered")
     expect(shop.get_by_test_id("events")).to_contain_text("sandbox test driver")
     screenshot(shop, "order-delivered")

@@ -137,10 +137,12 @@ def test_a_courier_needs_a_valid_phone_vehicle_and_password(db):
 
 def test_going_online_and_offline(open_for_business, dara):
     courier, client = dara
-    assert client.post("/status", {"online": True}).json()["data"] == {"online": True}
+    online = client.post("/status", {"online": True}).json()["data"]
+    assert online == {"online": True, "shift_ends_at": None}
     courier.refresh_from_db()
     assert courier.online
-    assert client.post("/status", {"online": False}).json()["data"] == {"online": False}
+    offline = client.post("/status", {"online": False}).json()["data"]
+    assert offline == {"online": False, "shift_ends_at": None}
     answer = client.post("/status", {"online": "yes"})
     assert answer.status_code == 400 and answer.json()["error"]["details"][0]["field"] == "online"
 

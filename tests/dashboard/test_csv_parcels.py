@@ -98,3 +98,14 @@ def test_a_parcel_too_large_or_an_invalid_cod_rejects_its_row(open_for_business,
     )
     assert "PARCEL_TOO_LARGE" in page and "INVALID_COD" in page
     assert list(Drop.objects.values_list("client_order_id", flat=True)) == ["R-3"]
+
+
+def test_a_recipient_language_column_reaches_the_drops_and_a_bad_one_is_a_row_error(
+    open_for_business, alice, alice_web
+):
+    upload(alice_web, order_row("L-1", recipient_language="km"), order_row("L-2"))
+    languages = dict(Drop.objects.values_list("client_order_id", "recipient_language"))
+    assert languages == {"L-1": "km", "L-2": None}
+    page = upload(alice_web, order_row("L-3", recipient_language="fr"), status=400)
+    assert "Row 2, column recipient_language:" in page
+    assert not Drop.objects.filter(client_order_id="L-3").exists()

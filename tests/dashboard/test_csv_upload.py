@@ -463,6 +463,9 @@ def test_the_template_downloads_and_uploads_cleanly(open_for_business, alice, al
     assert drops["SHOP-1001"].order_id == drops["SHOP-1002"].order_id  # one pickup
     assert drops["SHOP-1001"].dropoff_pin in results(response)[0][2]  # shown once, here
     assert not drops["SHOP-1002"].dropoff_pin
+    # Each recipient's language as written; empty is the business's setting, decided later.
+    languages = {name: d.recipient_language for name, d in drops.items()}
+    assert languages == {"SHOP-1001": "km", "SHOP-1002": "en", "SHOP-1003": None}
 
 
 # --- Speed ---------------------------------------------------------------------------------

@@ -339,3 +339,39 @@ def test_book_again_opens_new_delivery_filled_from_the_order(alice, shop, alice_
     assert 'value="Again"' in page and 'value="+85512345679"' in page and "Gate" in page
     assert 'value="5.00"' in page and f'value="{shop.pk}" selected' in page
     assert bob_web.get(f"/orders/new/?again={drop.pk}").status_code == 404
+
+
+# --- The recipient's language (docs/contract.md §26) -----------------------------------------
+
+
+def test_each_drop_row_offers_the_recipients_language_with_the_business_setting_first(
+    alice, shop, alice_web
+):
+    alice.business.recipient_language = "en"
+    alice.business.save(update_fields=["recipient_language"])
+    page = alice_web.get("/orders/new/").content.decode()
+    assert re.search(r'<select name="drops-0-recipient_language"[^>]*>', page)
+    assert '<option value="en" selected>English</option>' in page
+    assert '<option value="km">ភាសាខ្មែរ</option>' in page
+
+
+def test_a_drop_booked_in_khmer_keeps_its_recipients_language(alice, shop, alice_web):
+    alice.business.recipient_language = "en"
+    alice.business.save(update_fields=["recipient_language"])
+    rows = drop_row(0, recipient_language="km"), drop_row(1, name="Sokha")
+    response = alice_web.post("/orders/new/", form(shop, *rows))
+    assert response.status_code == 302, response.content.decode()
+    languages = dict(Drop.objects.values_list("recipient_name", "recipient_language"))
+    # A row left without a choice is the business's setting, as a drop without one in the API.
+    assert languages == {"Dara": "km", "Sokha": None}
+    page = alice_web.get(f"/orders/new/?again={Drop.objects.get(recipient_name='Dara').pk}")
+    assert '<option value="km" selected>' in page.content.decode()
+
+
+def test_an_unknown_recipients_language_is_refused_beside_its_field(alice, shop, alice_web):
+    response = alice_web.post("/orders/new/", form(shop, drop_row(recipient_language="fr")))
+    assert response.status_code == 400
+    assert "fr is not one of the available choices" in _near(
+        response.content.decode(), "drops-0-recipient_language"
+    )
+    assert not Drop.objects.exists()

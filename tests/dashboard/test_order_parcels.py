@@ -42,7 +42,7 @@ def placed(api, key: str) -> dict[str, str]:
 def test_the_order_page_shows_vehicle_parcel_and_cash(open_for_business, alice, alice_web, api):
     ids = placed(api, alice.sandbox_key)
     page = alice_web.get(f"/orders/{ids['SOFA']}/").content.decode()
-    assert fact(page, "vehicle") == "van"
+    assert fact(page, "vehicle") == "Van (van)"  # its name, and the code the API takes
     assert fact(page, "parcel") == "Extra large (furniture), 80.5 kg: Sofa worth 300.00 USD"
     assert fact(page, "cod") == "12.50 USD: to collect at the door"
     assert fact(page, "price").endswith("USD including a COD fee of 0.13")

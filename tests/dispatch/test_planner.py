@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from couriers.models import Driver
+from couriers.services import Point, record_points
 from dispatch.models import Offer, OfferStatus
 from dispatch.offers import accept_offer, assign_by_hand, decline_offer
 from dispatch.planner import plan_runs
@@ -140,6 +141,78 @@ def test_nothing_is_added_past_a_couriers_shift_end(api, shop, courier_near):
     assert len(offered_orders(ending)) == 1
 
 
+def test_an_idle_courier_takes_an_order_longer_than_the_runs_horizon(
+    api, shop, courier_near, settings
+):
+    """The horizon bounds what a run gains, not one order alone: else it waits for ever."""
+    settings.RUN_HORIZON_MINUTES = 5  # the order alone is some 30 minutes
+    courier, _ = courier_near(NEAR, "Idle")
+    order = live_order(api, shop, drop("H-1", lat=FAR[0], long=FAR[1]))
+    plan_runs()
+    assert offered_orders(courier) == {order.pk}
+    assert lead_of(courier).extra_seconds > 5 * 60
+
+
+def test_a_courier_with_a_run_gains_nothing_past_the_runs_horizon(
+    api, shop, courier_near, settings
+):
+    settings.HANDLING_MINUTES = 2
+    courier, _ = courier_near(NEAR, "Busy")
+    first = live_order(api, shop, near_drop("R-1"))
+    plan_runs()
+    accept_offer(courier=courier, offer_id=lead_of(courier).bundle)
+    # Some 13 minutes by itself (3 km away): within the horizon alone, not after the run.
+    settings.RUN_HORIZON_MINUTES = 15
+    live_order(api, shop, drop("R-2", lat=SHOP["lat"] + 0.027, long=SHOP["long"]))
+    plan_runs()
+    assert offered_orders(courier) == set()
+    assert Order.objects.get(pk=first.pk).driver_id == courier.pk
+
+
+def test_a_run_gains_an_order_due_within_the_horizon_past_it(
+    api, shop, courier_near, settings, open_for_business
+):
+    """Waiting for the next run would make it late: the horizon does not hold it back."""
+    settings.HANDLING_MINUTES = 2
+    courier, _ = courier_near(NEAR, "Busy")
+    live_order(api, shop, near_drop("U-1"))
+    plan_runs()
+    accept_offer(courier=courier, offer_id=lead_of(courier).bundle)
+    settings.RUN_HORIZON_MINUTES = 15
+    now = timezone.now()
+    window = {"start": now.isoformat(), "end": (now + timedelta(minutes=30)).isoformat()}
+    there = {"lat": SHOP["lat"] + 0.027, "long": SHOP["long"]}
+    urgent = live_order(api, shop, {**drop("U-2", **there), "dropoff_window": window})
+    open_for_business.move_to(now + timedelta(minutes=20))  # due in 10 minutes now
+    record_points(courier=courier, points=[Point(*NEAR, timezone.now())])
+    plan_runs()
+    assert offered_orders(courier) == {urgent.pk}
+
+
+def test_a_run_gains_an_order_longer_than_the_horizon_by_itself(api, shop, courier_near, settings):
+    courier, _ = courier_near(NEAR, "Busy")
+    live_order(api, shop, near_drop("G-1"))
+    plan_runs()
+    accept_offer(courier=courier, offer_id=lead_of(courier).bundle)
+    settings.RUN_HORIZON_MINUTES = 5  # every order is longer by itself
+    long = live_order(api, shop, drop("G-2", lat=FAR[0], long=FAR[1]))
+    plan_runs()
+    assert offered_orders(courier) == {long.pk}
+
+
+def test_an_idle_couriers_long_order_still_ends_within_their_shift(
+    api, shop, courier_near, settings
+):
+    settings.RUN_HORIZON_MINUTES = 5
+    courier, _ = courier_near(NEAR, "Ending")
+    Driver.objects.filter(pk=courier.pk).update(
+        shift_ends_at=timezone.now() + timedelta(minutes=10)
+    )
+    live_order(api, shop, drop("E-1", lat=FAR[0], long=FAR[1]))
+    plan_runs()
+    assert offered_orders(courier) == set()
+
+
 def test_a_declined_order_is_never_offered_to_that_courier_again(api, shop, courier_near):
     first, _ = courier_near(NEAR, "First")
     order = live_order(api, shop, near_drop("D-1"))
@@ -254,3 +327,17 @@ def test_a_plan_made_while_the_courier_moves_a_stop_is_accepted_into_a_consisten
     positions = [stop.position for stop in to_do(run_of(courier.pk))]
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
     assert [s["stop_number"] for s in stops] == list(range(1, len(stops) + 1))
+
+
+def test_a_shift_end_set_through_the_courier_api_stops_an_addition(api, shop, courier_near):
+    ending, client = courier_near(NEAR, "Ending")
+    soon = (timezone.now() + timedelta(minutes=2)).isoformat()
+    answer = client.post("/status", {"online": True, "shift_ends_at": soon})
+    assert answer.status_code == 200, answer.content
+    live_order(api, shop, near_drop("A-1"))
+    plan_runs()
+    assert offered_orders(ending) == set()
+    later = (timezone.now() + timedelta(hours=2)).isoformat()
+    assert client.post("/status", {"online": True, "shift_ends_at": later}).status_code == 200
+    plan_runs()
+    assert len(offered_orders(ending)) == 1

@@ -308,6 +308,11 @@
     );
   }
 
+  function untilTyped(form) {
+    const until = form.querySelector("[data-until]");
+    return Boolean(until && until.value);
+  }
+
   async function submitStatus(form) {
     const online = form.elements.online.value === "true";
     let response;
@@ -559,7 +564,8 @@
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (form.matches("[data-move]")) { event.preventDefault(); submitMove(form); }
-    else if (form.matches("[data-status-form]")) { event.preventDefault(); submitStatus(form); }
+    // An "Until" time is read by the page (today, in the service's zone), so that form posts.
+    else if (form.matches("[data-status-form]") && !untilTyped(form)) { event.preventDefault(); submitStatus(form); }
     else if (form.matches("[data-offer-answer]")) { event.preventDefault(); answerOffer(form); }
   });
   window.addEventListener("online", () => { notice(""); flush(); });
