@@ -1,7 +1,8 @@
 """A spreadsheet's CSV file, read the same way wherever one is uploaded (the dashboard's
 orders, docs/csv.md; the operator console's places, docs/operator.md): the bytes checked
 and decoded, the delimiter chosen, the header's columns found, and the rows numbered as
-the spreadsheet numbers them. What a row means is the caller's business.
+the spreadsheet numbers them. What a row means is the caller's business. Its messages are
+in the request's language (the dashboard's page, or English in the console).
 """
 
 from __future__ import annotations

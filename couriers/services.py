@@ -28,7 +28,7 @@ from dispatch.offers import decline_offer, open_offer_of
 from fleet.models import VehicleType
 from orders.decisions import phone_is_valid
 from orders.models import Drop
-from tracking.courier_events import record_positions
+from tracking.position_events import record_positions
 
 TOKEN_PREFIX = COURIER_TOKEN_PREFIX
 TOKEN_PATTERN = re.compile(rf"{TOKEN_PREFIX}[A-Za-z0-9]{{40}}\Z")

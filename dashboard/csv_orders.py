@@ -5,7 +5,8 @@ file's rows and columns.
 No request here, and no query but parse_batch's one read of the active vehicle types:
 dashboard/uploads.py sends the body through the same
 `parse_batch` → `create_batch` pipeline as the API, so every rule, price and idempotency
-guarantee is the API's. The columns and choices are documented in docs/csv.md.
+guarantee is the API's. The columns and choices are documented in docs/csv.md. Problems are
+said in the page's language, the parser's English messages mapped to its words where known.
 """
 
 from __future__ import annotations

@@ -45,9 +45,9 @@ from billing.services import lock_account, refund_drops
 from geo.services import next_opening
 from orders.models import Drop, DropStatus, SandboxScenario, UndeliverableAction
 from orders.statuses import FAILURE_OUTCOMES, HAPPY_PATH, MOVES_MONEY, RETURN_PATH, TO_RETURN
-from tracking.courier_events import report_simulated_positions
 from tracking.lifecycle import Outcome, apply_moves, single_step
-from tracking.sandbox_courier import EN_ROUTE_AT, PICKED_UP_AT
+from tracking.position_events import report_simulated_positions
+from tracking.sandbox_driver import EN_ROUTE_AT, PICKED_UP_AT
 from tracking.services import SANDBOX_ACTOR, SANDBOX_OUTCOME, sandbox_test_driver
 
 RUN_LIMIT = 1000  # drops stepped per transaction; a run with more due goes again at once

@@ -36,10 +36,9 @@ from orders.models import (
 from orders.runs import run_drops, stops_of, to_do
 from orders.statuses import ACTIVE_STATUSES, FAILED_ONCE, FINISHED_STATUSES, ON_THE_WAY
 from orders.windows import AT_RISK, ON_TRACK
-from tracking.courier_eta import etas_through_run
-from tracking.eta import EtaModel
+from tracking.eta import EtaModel, etas_through_run
 from tracking.proof import photo_url, signature_url
-from tracking.sandbox_courier import simulated_positions
+from tracking.sandbox_driver import simulated_positions
 
 # A drop's columns in a tracking entry, each in its wire form, read as the driver's tuples
 # (core.reads) and named by these shapes (core.rows): its own row only. What the drops of one
@@ -96,7 +95,7 @@ DROP_SEEN = DROP_KEY.extended(
     # docs/contract.md §21: the drop's place on the route, and the ride there (orders/stops.py).
     stop_sequence="stop_sequence",
     route_km="route_km",
-    # How far the sandbox test driver's scenario has come (tracking/sandbox_courier.py).
+    # How far the sandbox test driver's scenario has come (tracking/sandbox_driver.py).
     courier_progress="courier_progress",
 )
 ORDER_SEEN = Shape(
@@ -253,7 +252,7 @@ class _Order:
             fresh = at is not None and moment_of(at) >= fresh_since
             position = {"lat": row.driver_lat, "long": row.driver_long, "at": at} if fresh else None
             self.driver_on_the_way = {**self.driver, "position": position}
-            if fresh:  # the ETA counts from here (tracking/courier_eta.py)
+            if fresh:  # the ETA counts from here (tracking/eta.py)
                 self.courier_at = (row.driver_lat, row.driver_long)
 
 

@@ -29,7 +29,7 @@ from orders.models import DeliveryEvent, Drop, DropStatus, Order
 from orders.runs import run_of, to_do
 from orders.statuses import WINDOW_MILESTONES
 from orders.windows import AT_RISK, ON_TRACK, EtaTerms
-from tracking.courier_eta import etas_through_run
+from tracking.eta import etas_through_run
 from tracking.selectors import entries_by_drop_id
 
 # The minute's job takes the drops turning at risk this many at a time, a transaction each.
@@ -91,7 +91,7 @@ def refresh_windows(drops: Sequence[Drop], at: datetime) -> list[Drop]:
 
 def flag_run_windows(courier_id: int, position: tuple[float, float], at: datetime) -> int:
     """Turn at_risk the drops on track of the courier's run whose ETA through the run (from
-    the courier's position, other orders' stops included: tracking/courier_eta.py) passes
+    the courier's position, other orders' stops included: tracking/eta.py) passes
     their window's end: a run that grew or was reordered. A drop locked by a move is left to
     it. How many turned."""
     etas = etas_through_run(position=position, stops=to_do(run_of(courier_id)), now=at)

@@ -87,3 +87,22 @@ def test_new_delivery_and_the_orders_in_khmer_leave_no_label_in_english(
     expect(page.get_by_role("button", name="ស្វែងរក")).to_be_visible()
     assert english_left(page) == []
     for_docs(page, "dashboard-orders-km-1280", screenshot)
+
+
+def test_new_delivery_s_script_speaks_khmer_as_one_types(lotus, new_page, live_server):
+    """The pin, each drop's price and the total, written by static/dashboard/booking.js with
+    the words of /jsi18n/km/ (docs/dashboard.md "Language")."""
+    page = new_page(email=EMAIL)
+    cookie = {"name": settings.LANGUAGE_COOKIE_NAME, "value": "km", "url": live_server.url}
+    page.context.add_cookies([cookie])
+    page.goto(f"{live_server.url}/orders/new/")
+    page.get_by_label("សាកល្បង (sandbox)").check()  # the live wallet is empty
+    row = page.get_by_test_id("drop-row").first
+    row.get_by_label("ឈ្មោះអ្នកទទួល").fill("Dara")
+    row.get_by_label("ទូរស័ព្ទអ្នកទទួល").fill("+85512345679")
+    row.get_by_label("អាសយដ្ឋាន").fill("Royal Palace, Phnom Penh")
+
+    expect(row.locator("[data-pin-state]")).to_contain_text("បានរកឃើញទីតាំងនៅ 11.")
+    expect(row.locator("[data-drop-price]")).to_contain_text("កន្លែងដឹកទី 1៖ ")
+    expect(page.get_by_test_id("quote-total")).to_contain_text("សរុប ")
+    expect(page.get_by_test_id("quote-total")).not_to_contain_text("Total")

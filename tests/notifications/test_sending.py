@@ -224,7 +224,7 @@ def test_turning_notifications_on_never_sends_for_what_happened_before(
 
 
 def courier_at(tenant, drop_id: str, lat: float, long: float) -> None:
-    """An order.courier_position event as tracking.courier_events writes it."""
+    """An order.courier_position event as tracking.position_events writes it."""
     with transaction.atomic():
         record_many(
             [

@@ -1,6 +1,6 @@
 """The sandbox test driver as a simulated courier (docs/contract.md §20): the same
 `driver.position` and `order.courier_position` events a real courier gives, along the
-order's route (tracking/sandbox_courier.py)."""
+order's route (tracking/sandbox_driver.py)."""
 
 from __future__ import annotations
 

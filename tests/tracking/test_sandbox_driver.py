@@ -68,7 +68,7 @@ def test_the_test_driver_is_assigned_at_assigned(sandbox, api):
 
     entry = entries(advance(api, sandbox, "A-1", to=S.ASSIGNED))["A-1"]
 
-    # On the way: the simulated courier waits at the pickup (tracking/sandbox_courier.py).
+    # On the way: the simulated courier waits at the pickup (tracking/sandbox_driver.py).
     assigned_at = entry["events"][-1]["at"]
     at_pickup = {"lat": entry["pickup"]["lat"], "long": entry["pickup"]["long"], "at": assigned_at}
     assert entry["driver"] == {**TEST_DRIVER, "position": at_pickup}

@@ -285,7 +285,7 @@ def test_a_worker_walks_every_scenario_to_its_end_and_each_step_is_a_signed_webh
         ids = start(api, shop.sandbox_key, "deliver", "fail", "cancel_by_courier", pin=True)
         wait_for("every scenario to end", scenarios_over, timeout=60)
         # batch.created, then 3 + 5 + 2 status changes, and where the simulated courier
-        # moved (order.courier_position: tracking/sandbox_courier.py).
+        # moved (order.courier_position: tracking/sandbox_driver.py).
         positions = Event.objects.filter(type=EventType.ORDER_COURIER_POSITION).count()
         assert positions >= 2  # picked up and en route, at least once each
         received = webhook_receiver.wait_for(11 + positions, timeout=30)

@@ -45,7 +45,7 @@ def test_tracking_shows_the_whole_story_of_a_moved_drop(open_for_business, alice
     assert entry["environment"] == "sandbox"
     assert entry["price"] == accepted["price"] == money(moved.price)
     assert entry["currency"] == "USD"
-    # Picked up: the simulated courier 0.3 of the way (tracking/sandbox_courier.py).
+    # Picked up: the simulated courier 0.3 of the way (tracking/sandbox_driver.py).
     position = entry["driver"].pop("position")
     assert entry["driver"] == {
         "name": "Sandbox Test Driver",

@@ -19,7 +19,7 @@ from tracking.selectors import entries_by_drop_id
 
 def report_simulated_positions(*, order_ids, now: datetime) -> int:
     """order.courier_position for these sandbox orders, as their simulated courier moves
-    (tracking/sandbox_courier.py): the scenario runner calls it when it moves the courier,
+    (tracking/sandbox_driver.py): the scenario runner calls it when it moves the courier,
     every SANDBOX_STEP_SECONDS at most. How many events."""
     return record_positions(Drop.objects.filter(order_id__in=list(order_ids)), now=now)
 
