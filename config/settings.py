@@ -363,8 +363,9 @@ OFFER_SECONDS = env_int("OFFER_SECONDS", default=60, minimum=5)
 PLAN_SECONDS = env_int("PLAN_SECONDS", default=15, minimum=1)
 PLAN_TIME_LIMIT_SECONDS = env_float("PLAN_TIME_LIMIT_SECONDS", default=2.0, above=0)
 # How far ahead a courier's run is planned: nothing is added to a run that would end later
-# than this from now (nor past the courier's shift), so work spreads over the fleet.
-RUN_HORIZON_MINUTES = env_int("RUN_HORIZON_MINUTES", default=60, minimum=5)
+# than this from now (nor past the courier's shift), so work spreads over the fleet; but an
+# idle courier's one order, or an order longer than this by itself (docs/dispatch.md).
+RUN_HORIZON_MINUTES = env_int("RUN_HORIZON_MINUTES", default=90, minimum=5)
 # How waiting orders reach couriers: "runs" (the planner: many orders per run) or "nearest"
 # (one order at a time to the nearest free courier: the benchmark's baseline).
 DISPATCH_PLANNER = env_choice("DISPATCH_PLANNER", default="runs", choices=("runs", "nearest"))

@@ -52,8 +52,9 @@ WAITING_DROP = Shape(
     pickup_scheduled_at="order__pickup_scheduled_at",
 )
 # How long past the ETA model's drop-off time (docs/contract.md §14) a drop without a
-# window is due: the solver's lateness starts there.
-DUE_SLACK = timedelta(minutes=30)
+# window is due: the solver's lateness starts there. Long enough that drops with windows come
+# first when couriers are short (docs/decisions.md).
+DUE_SLACK = timedelta(minutes=120)
 
 GRAMS = Decimal(1000)
 

@@ -57,8 +57,11 @@ SEQUENCE_SECONDS = 0.05
 # row found no better plan: the few orders of a quiet moment are planned in a fraction of
 # the limit, a rush uses all of it.
 PLAN_STALL_ITERATIONS = 300
-# How many other couriers an order whose run would not hold is tried with, in one run.
+# How many other couriers an order whose run would not hold is tried with, in one run, and
+# for how long at most (a share of PLAN_TIME_LIMIT_SECONDS, after the search and the first
+# sequencing): what is not tried by then waits for the next run.
 RETRIES = 3
+RETRY_SHARE = 0.25
 
 
 @dataclass
@@ -146,9 +149,11 @@ def _placed(fleet: Fleet, chosen: dict[int, list], allowed: Allowed) -> dict[int
     """Each courier's additions sequenced into their run; the orders of a run that would not
     hold (its load, its horizon or shift) are tried one by one, the most urgent first, with
     the couriers they would add least to, at most RETRIES each, then alone with a courier who
-    has nothing to do, and wait for the next run otherwise."""
+    has nothing to do, and wait for the next run otherwise, or once RETRY_SHARE of the time
+    limit is spent on them."""
     placed: dict[int, Sequenced] = {}
     homeless = []
+    retries_end = time.monotonic() + settings.PLAN_TIME_LIMIT_SECONDS * RETRY_SHARE
     for courier_id, order_ids in chosen.items():
         sequenced = sequence_run(fleet, courier_id, order_ids)
         if sequenced is None:
@@ -156,6 +161,8 @@ def _placed(fleet: Fleet, chosen: dict[int, list], allowed: Allowed) -> dict[int
         else:
             placed[courier_id] = sequenced
     for order_id in sorted(homeless, key=fleet.due_in):  # the most urgent first
+        if time.monotonic() > retries_end:
+            break  # the others wait for the next run, within the planning run's time
         ranked = ranked_couriers(fleet, order_id, allowed)
         if not _added_to_a_run(fleet, placed, order_id, ranked[:RETRIES]):
             idle = [c for c in ranked if c not in placed and not fleet.committed[c]]
@@ -243,8 +250,7 @@ def sequence_run(
     """The courier's run with these orders in it, ordered by the solver: its stops as an
     offer holds them and the seconds it adds; None when the load on board, the run's horizon
     or the shift's end would not hold. The horizon is not asked of an idle courier's one
-    order (`alone`), nor of a run gaining an order that cannot wait for it: longer than the
-    horizon by itself, or due within it (waiting for the next run would make it late). Only
+    order (`alone`), nor of a run gaining an order longer than the horizon by itself: only
     the shift bounds those."""
     vehicle = fleet.vehicles[courier_id]
     if alone or any(_past_the_horizon(fleet, order_id) for order_id in order_ids):
@@ -264,9 +270,8 @@ def sequence_run(
 
 def _past_the_horizon(fleet: Fleet, order_id) -> bool:
     """Whether an order may end a run past RUN_HORIZON_MINUTES: it is longer than that by
-    itself, or due within it."""
-    horizon = settings.RUN_HORIZON_MINUTES * 60
-    return fleet.own_seconds(order_id) > horizon or fleet.due_in(order_id) <= horizon
+    itself."""
+    return fleet.own_seconds(order_id) > settings.RUN_HORIZON_MINUTES * 60
 
 
 def jobs_service(jobs: list[Job], key: str) -> int:

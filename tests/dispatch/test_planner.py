@@ -9,7 +9,6 @@ from decimal import Decimal
 from django.utils import timezone
 
 from couriers.models import Driver
-from couriers.services import Point, record_points
 from dispatch.models import Offer, OfferStatus
 from dispatch.offers import accept_offer, assign_by_hand, decline_offer
 from dispatch.planner import plan_runs
@@ -167,26 +166,6 @@ def test_a_courier_with_a_run_gains_nothing_past_the_runs_horizon(
     plan_runs()
     assert offered_orders(courier) == set()
     assert Order.objects.get(pk=first.pk).driver_id == courier.pk
-
-
-def test_a_run_gains_an_order_due_within_the_horizon_past_it(
-    api, shop, courier_near, settings, open_for_business
-):
-    """Waiting for the next run would make it late: the horizon does not hold it back."""
-    settings.HANDLING_MINUTES = 2
-    courier, _ = courier_near(NEAR, "Busy")
-    live_order(api, shop, near_drop("U-1"))
-    plan_runs()
-    accept_offer(courier=courier, offer_id=lead_of(courier).bundle)
-    settings.RUN_HORIZON_MINUTES = 15
-    now = timezone.now()
-    window = {"start": now.isoformat(), "end": (now + timedelta(minutes=30)).isoformat()}
-    there = {"lat": SHOP["lat"] + 0.027, "long": SHOP["long"]}
-    urgent = live_order(api, shop, {**drop("U-2", **there), "dropoff_window": window})
-    open_for_business.move_to(now + timedelta(minutes=20))  # due in 10 minutes now
-    record_points(courier=courier, points=[Point(*NEAR, timezone.now())])
-    plan_runs()
-    assert offered_orders(courier) == {urgent.pk}
 
 
 def test_a_run_gains_an_order_longer_than_the_horizon_by_itself(api, shop, courier_near, settings):
