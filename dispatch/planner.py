@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -39,6 +39,7 @@ from django.utils import timezone
 from billing.custody import couriers_over_cash_limit
 from core.ids import uuid7
 from dispatch.dispatcher import (
+    Run,
     close_orders_with_nothing_to_carry,
     expire_offers,
     lock_candidates,
@@ -65,16 +66,11 @@ RETRY_SHARE = 0.25
 
 
 @dataclass
-class PlanRun:
-    """What one planning run did: the counts operators and the benchmark read."""
+class PlanRun(Run):
+    """What one planning run did: the dispatcher's counts (its `offers` one lead per courier
+    offered), and the time spent solving."""
 
-    expired: int = 0
-    closed: int = 0
-    waiting: int = 0
-    flagged: int = 0
-    candidates: int = 0
-    offers: list[Offer] = field(default_factory=list)  # one lead per courier offered
-    seconds: float = 0.0  # the time spent solving
+    seconds: float = 0.0
 
 
 def plan_runs(*, now: datetime | None = None, limit: int = 2000) -> PlanRun:
