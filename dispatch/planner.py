@@ -162,22 +162,18 @@ def _placed(fleet: Fleet, chosen: dict[int, list], allowed: Allowed) -> dict[int
         ranked = ranked_couriers(fleet, order_id, allowed)
         if not _added_to_a_run(fleet, placed, order_id, ranked[:RETRIES]):
             idle = [c for c in ranked if c not in placed and not fleet.committed[c]]
-            for courier_id in idle[:RETRIES]:
-                sequenced = sequence_run(fleet, courier_id, [order_id], alone=True)
-                if sequenced is not None:
-                    placed[courier_id] = sequenced
-                    break
+            _added_to_a_run(fleet, placed, order_id, idle[:RETRIES], alone=True)
     return placed
 
 
 def _added_to_a_run(
-    fleet: Fleet, placed: dict[int, Sequenced], order_id, couriers: list[int]
+    fleet: Fleet, placed: dict[int, Sequenced], order_id, couriers: list[int], *, alone=False
 ) -> bool:
     """The order added to the first of these couriers' runs (with what they are offered
-    already) that holds with it."""
+    already) that holds with it (`alone`: idle couriers, see sequence_run)."""
     for courier_id in couriers:
         order_ids = [*(placed[courier_id].order_ids if courier_id in placed else ()), order_id]
-        sequenced = sequence_run(fleet, courier_id, order_ids)
+        sequenced = sequence_run(fleet, courier_id, order_ids, alone=alone)
         if sequenced is not None:
             placed[courier_id] = sequenced
             return True
