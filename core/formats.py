@@ -31,6 +31,11 @@ class WireTimes:
             text = self.texts[stored] = iso_z(moment_of(stored))
         return text
 
+    def each(self, *stored: str | None) -> list[str | None]:
+        """iso_z's form of each of these times, None where there is none: all of a row's
+        times turned at once."""
+        return [None if text is None else self.iso_z(text) for text in stored]
+
 
 def moment_of(stored: str) -> datetime:
     """A time as the database's text (an offset on PostgreSQL, none on SQLite: UTC)."""

@@ -379,8 +379,10 @@ class _Context:
         return moment
 
     def entry(self, row, order: _Order, moves, token: str) -> dict:  # a DROP_SEEN row
-        created = self.times.iso_z(row.created)
-        status, drop_id, changed = row.status, row.drop_id, row.changed
+        created, changed, window_start, window_end, collected = self.times.each(
+            row.created, row.changed, row.window_start, row.window_end, row.cod_collected_at
+        )
+        status, drop_id = row.status, row.drop_id
         # The first status is the drop's own creation (no event row: orders.models.DeliveryEvent).
         events = [{"status": order.initial, "at": created}, *moves]
         eta = self._eta(status, created, order, row, moves)
@@ -390,8 +392,8 @@ class _Context:
             if from_courier["pickup_at"] is not None:  # not picked up yet: when it will be
                 eta["pickup_at"] = from_courier["pickup_at"]
         window = None
-        if row.window_start is not None:
-            window = self._window(row)
+        if window_start is not None:
+            window = {"start": window_start, "end": window_end}
             # The courier never drops before the window opens (docs/contract.md §17).
             if eta is not None and eta["dropoff_at"] < window["start"]:
                 eta["dropoff_at"] = window["start"]
@@ -413,7 +415,7 @@ class _Context:
             "price_breakdown": {"delivery": row.delivery, "cod_fee": row.cod_fee},
             "currency": row.currency,
             "created_at": created,
-            "updated_at": created if changed is None else self.times.iso_z(changed),
+            "updated_at": changed or created,
             "events": events,
             # How many status events the drop has had: receivers order webhooks by it.
             "sequence": len(events),
@@ -424,7 +426,9 @@ class _Context:
             "undeliverable_action": row.undeliverable_action,
             "recipient_language": row.recipient_language,
             "parcel": _parcel(row),
-            "cod": None if row.cod_amount is None else self._cod(row, status, events),
+            "cod": None
+            if row.cod_amount is None
+            else _cod(row.cod_amount, status, events, collected),
             "tracking_url": self.link + token,
             "proof_of_delivery": None if status != _DELIVERED else _proof(drop_id, row, events),
             "failure": None if status not in FAILED_ONCE else _failure(row.failure_reason, events),
@@ -440,22 +444,6 @@ class _Context:
         if simulated is not None:  # the sandbox test driver, where its simulation has it
             return {**order.driver, "position": simulated}
         return order.driver_on_the_way
-
-    def _cod(self, row, status: str, events: list[dict]) -> dict:
-        """The cash to collect and where it stands (docs/contract.md §18): collected with
-        the delivery, not collected once the drop can no longer be delivered."""
-        if status == _DELIVERED:
-            at = row.cod_collected_at
-            collected_at = _at(events, _DELIVERED) if at is None else self.times.iso_z(at)
-            return {"amount": row.cod_amount, "status": COLLECTED, "collected_at": collected_at}
-        state = PENDING if status in ACTIVE_STATUSES else NOT_COLLECTED
-        return {"amount": row.cod_amount, "status": state, "collected_at": None}
-
-    def _window(self, row) -> dict:
-        return {
-            "start": self.times.iso_z(row.window_start),
-            "end": self.times.iso_z(row.window_end),
-        }
 
     def _window_status(self, row) -> str:
         """As stored (tracking/window_watch.py), and at_risk as soon as the ETA passes the end,
@@ -496,6 +484,17 @@ class _Context:
             earlier_stops=earlier,
             now=self.now,
         )
+
+
+def _cod(amount: str, status: str, events: list[dict], collected_at: str | None) -> dict:
+    """The cash to collect and where it stands (docs/contract.md §18): collected with the
+    delivery (when it was collected, else when the drop was delivered), not collected once
+    the drop can no longer be delivered."""
+    if status == _DELIVERED:
+        at = _at(events, _DELIVERED) if collected_at is None else collected_at
+        return {"amount": amount, "status": COLLECTED, "collected_at": at}
+    state = PENDING if status in ACTIVE_STATUSES else NOT_COLLECTED
+    return {"amount": amount, "status": state, "collected_at": None}
 
 
 def _ride(order: _Order, row) -> tuple[float, int]:
