@@ -159,6 +159,35 @@ def test_the_app_refuses_a_past_or_unreadable_time_saying_so(
     assert not courier.online and courier.shift_ends_at is None
 
 
+def test_an_online_courier_changes_or_clears_the_shift_end_in_the_app(
+    open_for_business, dara, app_of
+):
+    courier, _ = dara
+    app = app_of(courier)
+    app.post("/courier/status", {"online": "true", "until": "18:30"})
+    home = app.get("/courier/").content
+    assert b'name="until" value="18:30"' in home  # the change form holds the end as set
+    assert app.post("/courier/status", {"online": "true", "until": "20:00"}).status_code == 302
+    courier.refresh_from_db()
+    assert courier.online and courier.shift_ends_at == datetime(2026, 11, 23, 13, 0, tzinfo=UTC)
+    assert b">20:00</time>" in app.get("/courier/").content
+    answer = app.post("/courier/status", {"online": "true", "until": "09:00"})
+    assert answer.status_code == 400 and b"That time has passed" in answer.content
+    assert shift_of(courier) == datetime(2026, 11, 23, 13, 0, tzinfo=UTC)  # kept
+    app.post("/courier/status", {"online": "true", "until": ""})
+    courier.refresh_from_db()
+    assert courier.online and courier.shift_ends_at is None
+    assert b"On shift until" not in app.get("/courier/").content
+
+
+def test_the_change_form_shows_only_while_online(open_for_business, dara, app_of):
+    courier, _ = dara
+    app = app_of(courier)
+    assert b"data-shift-form" not in app.get("/courier/").content
+    app.post("/courier/status", {"online": "true"})
+    assert b"data-shift-form" in app.get("/courier/").content
+
+
 def test_a_shift_that_ended_is_said_so(open_for_business, dara, app_of):
     courier, client = dara
     client.post("/status", {"online": True, "shift_ends_at": "2026-11-23T03:30:00Z"})
