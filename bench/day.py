@@ -16,7 +16,8 @@ PLAN_SECONDS from 08:00 in Asia/Phnom_Penh of a fixed date. Each step:
 
 1. every courier rides on to now along its route (haversine x ROAD_FACTOR at
    COURIER_SPEED_KMH, HANDLING_MINUTES at each stop), moving its drops through
-   POST /courier/drops/<id>/move as it finishes a stop, and posts where it is;
+   POST /courier/drops/<id>/move as it finishes a stop (at a drop, waiting for its window
+   to open, as the route's stop says), and posts where it is;
 2. the orders arriving by now are posted, one live batch per arrival (POST /orders/bulk);
 3. the planner (plan_runs) or the baseline (dispatch_waiting) runs once, timed;
 4. every courier offered something looks at GET /courier/offer and accepts, then reads its
@@ -219,6 +220,12 @@ def iso(moment: datetime) -> str:
     return moment.isoformat()
 
 
+def opens_at(stop: dict) -> datetime:
+    """When a stop may be handled: a drop's window's start, else at once."""
+    window = stop.get("dropoff_window")
+    return datetime.fromisoformat(window["start"]) if window else datetime.min.replace(tzinfo=ZONE)
+
+
 # --- A courier, riding its route through the courier API ----------------------------------
 
 
@@ -277,7 +284,8 @@ class Courier:
             self.km += km
             self.place, self.at = target, arrives
             self.handling = stop
-            self.handling_until = arrives + timedelta(minutes=settings.HANDLING_MINUTES)
+            begins = max(arrives, opens_at(stop))  # never handed over before its window
+            self.handling_until = begins + timedelta(minutes=settings.HANDLING_MINUTES)
 
     def finish(self, stop: dict) -> None:
         """The moves of a stop: at a pickup each of the order's ASSIGNED drops PICKED_UP;

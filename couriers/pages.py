@@ -23,7 +23,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from core.api import ApiError
-from core.formats import iso_z
+from core.formats import iso_z, moment_of
 from couriers.api import MOVE_REFUSAL_STATUS
 from couriers.auth import courier_of_session, sign_in_session, sign_out_session
 from couriers.cash import in_hand_shown
@@ -321,6 +321,14 @@ def _offered_stop_name(stop: dict, shop: str | None, named: dict) -> str:
     return named.get((stop["pass_order_id"], stop["drop_id"])) or gettext("Drop")
 
 
+def _window_shown(window: dict | None) -> dict | None:
+    """A drop's window as the page shows it: its start and end in the service's zone."""
+    if window is None:
+        return None
+    start, end = (moment_of(window[edge]) for edge in ("start", "end"))
+    return {"start": timezone.localtime(start), "end": timezone.localtime(end)}
+
+
 def _stops_shown(stops: list[dict], error) -> list[dict]:
     """Each stop of the route with what the page adds: a pickup's parcels to take there or
     bring back; a drop's moves its status allows, the currency of its cash, and the refusal
@@ -353,6 +361,7 @@ def _stops_shown(stops: list[dict], error) -> list[dict]:
                 "moves": _moves_of(stop, action),
                 "currency": currency,
                 "links": None if stop["done"] else _navigation(stop),
+                "window": _window_shown(stop["dropoff_window"]),
                 "error": error[1] if mine else None,
             }
         )

@@ -81,6 +81,11 @@ Verification = shape(
         help_text="DELIVERED carries the recipient's signature (multipart field `signature`)."
     ),
 )
+Window = shape(
+    "CourierWindow",
+    start=serializers.DateTimeField(),
+    end=serializers.DateTimeField(),
+)
 Stop = shape(
     "CourierStop",
     kind=one_of(["pickup", "drop"]),
@@ -111,6 +116,11 @@ Stop = shape(
     notes=serializers.CharField(allow_null=True),
     parcel=Parcel(allow_null=True),
     cod=Cod(allow_null=True),
+    dropoff_window=Window(
+        allow_null=True,
+        help_text="A drop's window, as in tracking (null without one, and for a pickup): hand "
+        "over from `start`, never before, by `end`.",
+    ),
     needs_pin=serializers.BooleanField(),
     needs_scan=serializers.BooleanField(
         help_text="PICKED_UP and DELIVERED carry `scan`: the code on the parcel's label."

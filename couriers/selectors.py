@@ -60,6 +60,7 @@ def pickup_stop(order: Order, stop: RunStop, number: int) -> dict:
         "notes": None,
         "parcel": None,
         "cod": None,
+        "dropoff_window": None,
         "needs_pin": False,
         "needs_scan": False,
         "verification": None,
@@ -116,6 +117,10 @@ def stop_of(drop: Drop, number: int) -> dict:
         "notes": None if done else drop.notes,
         "parcel": parcel,
         "cod": cod,
+        # When the recipient expects it (docs/contract.md §17): never handed over before start.
+        "dropoff_window": None
+        if drop.window_start is None
+        else {"start": iso_z(drop.window_start), "end": iso_z(drop.window_end)},
         "needs_pin": drop.dropoff_pin is not None,
         "needs_scan": drop.needs_scan,  # PICKED_UP and DELIVERED carry the label's code
         "needs_signature": drop.needs_signature,  # DELIVERED carries the recipient's signature
