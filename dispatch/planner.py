@@ -106,7 +106,14 @@ def plan_additions(fleet: Fleet, *, tried: set) -> dict[int, Sequenced]:
     seconds = settings.PLAN_TIME_LIMIT_SECONDS
     for kind, problem in fleet.problems().items():
         share = len(problem.jobs) / max(len(fleet.all_jobs()), 1)
-        plan = solve(problem, seconds=max(seconds * share, 0.2), stall=PLAN_STALL_ITERATIONS)
+        # Each order goes to the courier whose plan carries most of its drops (_holders),
+        # and each courier's run is sequenced whole (sequence_run): the search may split one.
+        plan = solve(
+            problem,
+            seconds=max(seconds * share, 0.2),
+            stall=PLAN_STALL_ITERATIONS,
+            whole_groups=False,
+        )
         for order_id, courier_id in _holders(plan, fleet, kind).items():
             if allowed(fleet, order_id, courier_id):
                 chosen[courier_id].append(order_id)
