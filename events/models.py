@@ -12,6 +12,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from accounts.models import Environment
 
@@ -88,7 +89,10 @@ class WebhookEndpoint(models.Model):
 class DeliveryStatus(models.TextChoices):
     PENDING = "PENDING", _("Pending")  # due at next_attempt_at
     SUCCEEDED = "SUCCEEDED", _("Succeeded")
-    FAILED = "FAILED", _("Failed")  # the retry schedule ran out, or the endpoint was disabled
+    FAILED = (
+        "FAILED",
+        pgettext_lazy("a webhook delivery", "Failed"),
+    )  # the retry schedule ran out, or the endpoint was disabled
 
 
 class Delivery(models.Model):

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from accounts.models import Environment
 
@@ -94,7 +95,7 @@ class MessageStatus(models.TextChoices):
     # The recipient had NOTIFY_PER_RECIPIENT_PER_HOUR already
     THROTTLED = "THROTTLED", _("Throttled")
     # Refused, out of attempts, or its worker died mid-send (at most once)
-    FAILED = "FAILED", _("Failed")
+    FAILED = "FAILED", pgettext_lazy("a message", "Failed")
     # The recipient asked the business to stop (a Suppression).
     SUPPRESSED = "SUPPRESSED", _("Suppressed")
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from accounts.models import Environment
 from core.ids import uuid7
@@ -23,7 +24,7 @@ class BatchStatus(models.TextChoices):
     PROCESSING = "PROCESSING", _("Processing")
     COMPLETED = "COMPLETED", _("Completed")
     PARTIAL = "PARTIAL", _("Partial")
-    FAILED = "FAILED", _("Failed")
+    FAILED = "FAILED", pgettext_lazy("a batch", "Failed")
 
 
 class FailureReason(models.TextChoices):

@@ -148,3 +148,20 @@ def test_the_compiled_catalogues_are_as_new_as_their_sources():
         mo = po.with_suffix(".mo")
         assert mo.exists(), f"{mo} is missing: make messages"
         assert mo.stat().st_mtime >= po.stat().st_mtime, f"{mo} is older: make messages"
+
+
+def test_a_word_with_several_meanings_is_translated_for_each():
+    """ "Failed" is a drop that could not be delivered, a batch that created nothing, a webhook
+    delivery and a message that never got through: Khmer says each differently."""
+    from django.utils import translation
+
+    from events.models import DeliveryStatus
+    from notifications.models import MessageStatus
+    from orders.models import BatchStatus, DropStatus
+
+    labels = (DropStatus.FAILED, BatchStatus.FAILED, DeliveryStatus.FAILED, MessageStatus.FAILED)
+    assert {str(status.label) for status in labels} == {"Failed"}
+    with translation.override("km"):
+        khmer = [str(status.label) for status in labels]
+    assert "Failed" not in khmer
+    assert khmer[0] not in khmer[1:] and khmer[2] != khmer[3]
