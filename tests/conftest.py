@@ -85,6 +85,7 @@ EMBEDDED = (
     "tests/couriers/test_offer_pages.py",
     "tests/couriers/test_locations.py",
     "tests/couriers/test_runs.py",
+    "tests/couriers/test_route_windows.py",
     "tests/dispatch/test_planner.py",
     "tests/dispatch/test_run_eta.py",
     "tests/dashboard/test_new_delivery.py",
