@@ -58,11 +58,12 @@ SEQUENCE_SECONDS = 0.05
 # row found no better plan: the few orders of a quiet moment are planned in a fraction of
 # the limit, a rush uses all of it.
 PLAN_STALL_ITERATIONS = 300
-# How many other couriers an order whose run would not hold is tried with, in one run, and
-# for how long at most (a share of PLAN_TIME_LIMIT_SECONDS, after the search and the first
-# sequencing): what is not tried by then waits for the next run.
+# The share of PLAN_TIME_LIMIT_SECONDS the fleet's search has; the rest is for sequencing
+# each courier's run with its additions and for retrying the orders a run could not take,
+# the most urgent first: what is not done by the limit waits for the next run.
+SEARCH_SHARE = 0.6
+# How many other couriers an order whose run would not hold is tried with, in one run.
 RETRIES = 3
-RETRY_SHARE = 0.25
 
 
 @dataclass
@@ -104,8 +105,9 @@ def plan_additions(fleet: Fleet, *, tried: set) -> dict[int, Sequenced]:
     allowed = Allowed(tried, over)
     chosen: dict[int, list] = defaultdict(list)
     seconds = settings.PLAN_TIME_LIMIT_SECONDS
+    deadline = time.monotonic() + seconds
     for kind, problem in fleet.problems().items():
-        share = len(problem.jobs) / max(len(fleet.all_jobs()), 1)
+        share = SEARCH_SHARE * len(problem.jobs) / max(len(fleet.all_jobs()), 1)
         # Each order goes to the courier whose plan carries most of its drops (_holders),
         # and each courier's run is sequenced whole (sequence_run): the search may split one.
         plan = solve(
@@ -121,7 +123,7 @@ def plan_additions(fleet: Fleet, *, tried: set) -> dict[int, Sequenced]:
                 ranked = ranked_couriers(fleet, order_id, allowed)
                 if ranked:
                     chosen[ranked[0]].append(order_id)
-    return _placed(fleet, chosen, allowed)
+    return _placed(fleet, chosen, allowed, deadline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,29 +150,37 @@ class Allowed:
         return not (order_id in fleet.cod_orders and courier_id in self.over)
 
 
-def _placed(fleet: Fleet, chosen: dict[int, list], allowed: Allowed) -> dict[int, Sequenced]:
-    """Each courier's additions sequenced into their run; the orders of a run that would not
-    hold (its load, its horizon or shift) are tried one by one, the most urgent first, with
-    the couriers they would add least to, at most RETRIES each, then alone with a courier who
-    has nothing to do, and wait for the next run otherwise, or once RETRY_SHARE of the time
-    limit is spent on them."""
+def _placed(
+    fleet: Fleet, chosen: dict[int, list], allowed: Allowed, deadline: float
+) -> dict[int, Sequenced]:
+    """Each courier's additions sequenced into their run, the most urgent first; the orders
+    of a run that would not hold (its load, its horizon or shift) are tried one by one, the
+    most urgent first, with the couriers they would add least to, at most RETRIES each, then
+    alone with a courier who has nothing to do. What the deadline (the time limit) leaves
+    undone waits for the next run."""
     placed: dict[int, Sequenced] = {}
     homeless = []
-    retries_end = time.monotonic() + settings.PLAN_TIME_LIMIT_SECONDS * RETRY_SHARE
-    for courier_id, order_ids in chosen.items():
+    for courier_id, order_ids in sorted(chosen.items(), key=lambda c: _due_in(fleet, c[1])):
+        if time.monotonic() > deadline:
+            return placed  # the others wait for the next run, within the time limit
         sequenced = sequence_run(fleet, courier_id, order_ids)
         if sequenced is None:
             homeless += order_ids
         else:
             placed[courier_id] = sequenced
-    for order_id in sorted(homeless, key=fleet.due_in):  # the most urgent first
-        if time.monotonic() > retries_end:
-            break  # the others wait for the next run, within the planning run's time
+    for order_id in sorted(homeless, key=fleet.due_in):
+        if time.monotonic() > deadline:
+            break
         ranked = ranked_couriers(fleet, order_id, allowed)
         if not _added_to_a_run(fleet, placed, order_id, ranked[:RETRIES]):
             idle = [c for c in ranked if c not in placed and not fleet.committed[c]]
             _added_to_a_run(fleet, placed, order_id, idle[:RETRIES], alone=True)
     return placed
+
+
+def _due_in(fleet: Fleet, order_ids: list) -> int:
+    """How soon the most urgent of these orders is due (Fleet.due_in)."""
+    return min(fleet.due_in(order_id) for order_id in order_ids)
 
 
 def _added_to_a_run(

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyvrp
@@ -132,6 +132,52 @@ def solve(
     _check(problem)
     if not problem.jobs:
         return Plan(runs={}, cost=0, late_seconds=0, feasible=True)
+    compact, used = _compact(problem)
+    plan = _solve(compact, seconds=seconds, seed=seed, stall=stall, whole_groups=whole_groups)
+    if len(used) == len(problem.places):
+        return plan
+    runs = {
+        key: [replace(stop, place=used[stop.place]) for stop in stops]
+        for key, stops in plan.runs.items()
+    }
+    return replace(plan, runs=runs)
+
+
+def _compact(problem: Problem) -> tuple[Problem, list[int]]:
+    """The problem over the places its vehicles and jobs use, and each place's index in the
+    problem given: one courier's run uses a dozen of the fleet's hundreds of places, and the
+    model's matrices are places² (solve maps the stops back)."""
+    vehicles, jobs = problem.vehicles, problem.jobs
+    used = sorted(
+        {v.start for v in vehicles}
+        | {v.end for v in vehicles if v.end is not None}
+        | {job.drop for job in jobs}
+        | {job.pickup for job in jobs if job.pickup is not None}
+    )
+    if len(used) == len(problem.places):
+        return problem, used
+    new = {old: index for index, old in enumerate(used)}
+    rows = np.ix_(used, used)
+    return Problem(
+        places=[problem.places[old] for old in used],
+        matrices={profile: np.asarray(m)[rows] for profile, m in problem.matrices.items()},
+        vehicles=[
+            replace(v, start=new[v.start], end=None if v.end is None else new[v.end])
+            for v in vehicles
+        ],
+        jobs=[
+            replace(job, drop=new[job.drop], pickup=None if job.pickup is None else new[job.pickup])
+            for job in jobs
+        ],
+        distances=None
+        if problem.distances is None
+        else {profile: np.asarray(m)[rows] for profile, m in problem.distances.items()},
+    ), used
+
+
+def _solve(
+    problem: Problem, *, seconds: float, seed: int, stall: int | None, whole_groups: bool
+) -> Plan:
     bound = _bound(problem)
     model = _Model(problem, bound)
     if not whole_groups or not _may_split(problem, bound):

@@ -250,3 +250,14 @@ def test_a_stalled_search_ends_before_its_time_with_the_same_plan():
     quick = solve(problem(places, riding, vehicles, jobs), seconds=20, stall=50)
     assert time.monotonic() - started < 10  # well before the 20 s it was given
     assert visits(quick, "v")[-1] == ("drop", "j3")  # the far drop last: the best plan
+
+
+def test_places_no_job_uses_are_left_out_and_stops_name_the_problems_own_places():
+    # Ten places; the courier at 7 and one parcel from 2 to 9: the solver sees three places,
+    # and the plan's stops name places 2 and 9 of the problem given, with its riding times.
+    places, riding = line(*range(10))
+    job = Job("d", "o", drop=9, pickup=2, drop_service=30)
+    plan = solve(problem(places, riding, [Vehicle("c", start=7)], [job]), seconds=SECONDS)
+    assert [(stop.kind, stop.place) for stop in plan.runs["c"]] == [("pickup", 2), ("drop", 9)]
+    assert [stop.arrival for stop in plan.runs["c"]] == [500, 1200]
+    assert plan.cost == 1200
