@@ -62,8 +62,11 @@ PLAN_STALL_ITERATIONS = 300
 # each courier's run with its additions and for retrying the orders a run could not take,
 # the most urgent first: what is not done by the limit waits for the next run.
 SEARCH_SHARE = 0.6
-# How many other couriers an order whose run would not hold is tried with, in one run.
+# How many other couriers an order whose run would not hold is tried with, in one run; and
+# the share of PLAN_TIME_LIMIT_SECONDS the retries have at least, even past the limit, so
+# that an order the search keeps giving to a run that cannot hold it is placed in the end.
 RETRIES = 3
+RETRY_SHARE = 0.25
 
 
 @dataclass
@@ -153,34 +156,30 @@ class Allowed:
 def _placed(
     fleet: Fleet, chosen: dict[int, list], allowed: Allowed, deadline: float
 ) -> dict[int, Sequenced]:
-    """Each courier's additions sequenced into their run, the most urgent first; the orders
-    of a run that would not hold (its load, its horizon or shift) are tried one by one, the
-    most urgent first, with the couriers they would add least to, at most RETRIES each, then
-    alone with a courier who has nothing to do. What the deadline (the time limit) leaves
-    undone waits for the next run."""
+    """Each courier's additions sequenced into their run; the orders of a run that would not
+    hold (its load, its horizon or shift) are tried one by one, the most urgent first, with
+    the couriers they would add least to, at most RETRIES each, then alone with a courier who
+    has nothing to do, until the deadline (the time limit), or RETRY_SHARE of it at least:
+    the rest wait for the next run.
+    What the search chose is always sequenced, however late: a run that only searched would
+    offer nothing, and the orders waiting would grow its next search."""
     placed: dict[int, Sequenced] = {}
     homeless = []
-    for courier_id, order_ids in sorted(chosen.items(), key=lambda c: _due_in(fleet, c[1])):
-        if time.monotonic() > deadline:
-            return placed  # the others wait for the next run, within the time limit
+    for courier_id, order_ids in chosen.items():
         sequenced = sequence_run(fleet, courier_id, order_ids)
         if sequenced is None:
             homeless += order_ids
         else:
             placed[courier_id] = sequenced
-    for order_id in sorted(homeless, key=fleet.due_in):
-        if time.monotonic() > deadline:
+    retries_end = max(deadline, time.monotonic() + settings.PLAN_TIME_LIMIT_SECONDS * RETRY_SHARE)
+    for order_id in sorted(homeless, key=fleet.due_in):  # the most urgent first
+        if time.monotonic() > retries_end:
             break
         ranked = ranked_couriers(fleet, order_id, allowed)
         if not _added_to_a_run(fleet, placed, order_id, ranked[:RETRIES]):
             idle = [c for c in ranked if c not in placed and not fleet.committed[c]]
             _added_to_a_run(fleet, placed, order_id, idle[:RETRIES], alone=True)
     return placed
-
-
-def _due_in(fleet: Fleet, order_ids: list) -> int:
-    """How soon the most urgent of these orders is due (Fleet.due_in)."""
-    return min(fleet.due_in(order_id) for order_id in order_ids)
 
 
 def _added_to_a_run(

@@ -320,3 +320,18 @@ def test_a_shift_end_set_through_the_courier_api_stops_an_addition(api, shop, co
     assert client.post("/status", {"online": True, "shift_ends_at": later}).status_code == 200
     plan_runs()
     assert len(offered_orders(ending)) == 1
+
+
+def test_a_planning_run_past_its_time_limit_still_offers_what_it_planned(
+    api, shop, make_tenant, courier_near, settings
+):
+    """The time limit ends the retries, never the offers of what the search chose: a run that
+    only searched would offer nothing, and the orders left waiting would grow the next search
+    (a backlog that never drains)."""
+    settings.PLAN_TIME_LIMIT_SECONDS = 0.001  # the search alone (0.2 s at least) outlasts it
+    courier, _ = courier_near(NEAR, "Dara")
+    other, _ = courier_near(FAR, "Sok")
+    orders = {live_order(api, shop, near_drop(f"L-{n}", 0.004 + n * 0.001)).pk for n in range(3)}
+    run = plan_runs()
+    assert run.waiting == 3 and run.offers
+    assert offered_orders(courier) | offered_orders(other) == orders
