@@ -59,8 +59,8 @@ SEQUENCE_SECONDS = 0.05
 # the limit, a rush uses all of it.
 PLAN_STALL_ITERATIONS = 300
 # The share of PLAN_TIME_LIMIT_SECONDS the fleet's search has; the rest is for sequencing
-# each courier's run with its additions and for retrying the orders a run could not take,
-# the most urgent first: what is not done by the limit waits for the next run.
+# each courier's run with its additions (always done, however late) and for retrying the
+# orders a run could not take, the most urgent first (see _placed).
 SEARCH_SHARE = 0.6
 # How many other couriers an order whose run would not hold is tried with, in one run; and
 # the share of PLAN_TIME_LIMIT_SECONDS the retries have at least, even past the limit, so

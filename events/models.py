@@ -89,10 +89,8 @@ class WebhookEndpoint(models.Model):
 class DeliveryStatus(models.TextChoices):
     PENDING = "PENDING", _("Pending")  # due at next_attempt_at
     SUCCEEDED = "SUCCEEDED", _("Succeeded")
-    FAILED = (
-        "FAILED",
-        pgettext_lazy("a webhook delivery", "Failed"),
-    )  # the retry schedule ran out, or the endpoint was disabled
+    # The retry schedule ran out, or the endpoint was disabled.
+    FAILED = "FAILED", pgettext_lazy("a webhook delivery", "Failed")
 
 
 class Delivery(models.Model):
