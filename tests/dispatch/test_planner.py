@@ -11,12 +11,13 @@ from django.utils import timezone
 from couriers.models import Driver
 from dispatch.models import Offer, OfferStatus
 from dispatch.offers import accept_offer, assign_by_hand, decline_offer
+from dispatch import planner
 from dispatch.planner import plan_runs
 from fleet.models import VehicleType
 from orders.models import Drop, DropStatus, Order
 from orders.runs import run_of, to_do
 from tests.dispatch.conftest import FAR, NEAR, live_order
-from tests.factories import SHOP, drop
+from tests.factories import SHOP, batch, drop, group
 from tracking.services import move_drops_as_operator
 
 # Two shops 300 m apart, and a courier between them.
@@ -335,3 +336,27 @@ def test_a_planning_run_past_its_time_limit_still_offers_what_it_planned(
     run = plan_runs()
     assert run.waiting == 3 and run.offers
     assert offered_orders(courier) | offered_orders(other) == orders
+
+
+def test_a_busy_planning_run_ends_near_its_time_limit(
+    api, shop, courier_near, settings, monkeypatch
+):
+    """A run with work for every courier searches for its share of PLAN_TIME_LIMIT_SECONDS and
+    ends soon after, offering what it found: a search, retry or sequencing that ignored the
+    limit would hold the planning slot for many times it."""
+    settings.PLAN_TIME_LIMIT_SECONDS = 1
+    monkeypatch.setattr(planner, "PLAN_STALL_ITERATIONS", 10**9)  # no early end
+    for n in range(6):
+        courier_near((NEAR[0] + n * 0.004, NEAR[1] + (n % 2) * 0.004), f"Courier {n}")
+    groups = [
+        group(
+            near_drop(f"T-{n}-a", 0.003 + (n % 6) * 0.003),
+            near_drop(f"T-{n}-b", 0.005 + (n % 4) * 0.003),
+        )
+        for n in range(18)
+    ]
+    answer = api.bulk(batch(*groups), shop.live_key)
+    assert answer.status_code == 200, answer.content
+    run = plan_runs()
+    assert run.waiting == 18 and run.candidates == 6 and run.offers
+    assert run.seconds < settings.PLAN_TIME_LIMIT_SECONDS + 4
