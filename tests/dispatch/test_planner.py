@@ -9,9 +9,9 @@ from decimal import Decimal
 from django.utils import timezone
 
 from couriers.models import Driver
+from dispatch import planner
 from dispatch.models import Offer, OfferStatus
 from dispatch.offers import accept_offer, assign_by_hand, decline_offer
-from dispatch import planner
 from dispatch.planner import plan_runs
 from fleet.models import VehicleType
 from orders.models import Drop, DropStatus, Order
