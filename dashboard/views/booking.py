@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.models import Environment
+from accounts.models import Business, Environment
 from billing.services import BillingError
 from core.api import ApiError, envelope, error_response
 from dashboard.batches import send_batch
@@ -154,13 +154,14 @@ def _book(request: HttpRequest, booking: Booking) -> HttpResponse:
     # replays its answer; a new one is quoted first, so nothing is booked while a drop
     # would be refused: the form comes back as typed, each reason beside its field.
     if booked_batch_id(business=business, environment=environment, key=key) is None:
-        quoted = quote_batch(business=business, environment=environment, batch=batch)
-        refusals = [
-            refusal_of(n, d.reason.name, d.message, d.side)
-            for n, d in enumerate(quoted.decisions.drops)
-            if not d.accepted
-        ]
-        if refusals:
+        refusals = _quote_refusals(business, environment, batch)
+        # A twin of this form (a double click) may have been booked since the look above:
+        # its drops are then why this one is refused (their references are taken), and the
+        # pipeline replays it. Committed before the quote read them, it is seen now.
+        if (
+            refusals
+            and booked_batch_id(business=business, environment=environment, key=key) is None
+        ):
             booking.refuse(refusals, rows)
             return _page(request, booking, status=400)
     try:
@@ -187,6 +188,16 @@ def _book(request: HttpRequest, booking: Booking) -> HttpResponse:
         booking.delivery.data = fresh
         return _page(request, booking, status=400)
     return redirect("dashboard:delivery_booked", result.batch_id)
+
+
+def _quote_refusals(business: Business, environment: str, batch: BatchIn) -> list[Refusal]:
+    """What a quote of the form's drops refuses now, each reason beside its row."""
+    quoted = quote_batch(business=business, environment=environment, batch=batch)
+    return [
+        refusal_of(n, d.reason.name, d.message, d.side)
+        for n, d in enumerate(quoted.decisions.drops)
+        if not d.accepted
+    ]
 
 
 def _parsed(booking: Booking, rows: list[int]) -> BatchIn | None:

@@ -14,7 +14,9 @@ from django.db import connections
 from django.test import Client
 
 from billing.models import LedgerEntry, Wallet
+from dashboard.booking import booked_batch_id
 from dashboard.models import PickupPlace
+from dashboard.views import booking as booking_views
 from orders.models import Batch, Drop, IdempotencyRecord
 from tests.factories import HOME, PHONE, SHOP
 
@@ -168,6 +170,26 @@ def test_the_same_form_changed_and_sent_again_books_nothing_more(alice, shop, al
     assert changed.status_code == 302 and changed["Location"] == first["Location"]
     assert Drop.objects.count() == 1
     assert "This form was booked already" in alice_web.get(changed["Location"]).content.decode()
+
+
+def test_a_twin_submission_that_looked_before_the_first_was_booked_replays_it(
+    alice, shop, alice_web, monkeypatch
+):
+    """A double click's two requests both look for the form's booking before either has
+    committed; the slower one's quote then meets the first one's drops (their references are
+    taken). It shows the booking, as a reload does, never a refusal of the form's own drops."""
+    data = form(shop)
+    first = alice_web.post("/orders/new/", data)
+    looks = []
+
+    def looked_too_early(**where):
+        looks.append(where)
+        return None if len(looks) == 1 else booked_batch_id(**where)
+
+    monkeypatch.setattr(booking_views, "booked_batch_id", looked_too_early)
+    twin = alice_web.post("/orders/new/", data)
+    assert twin.status_code == 302 and twin["Location"] == first["Location"]
+    assert Drop.objects.count() == 1 and Batch.objects.count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
