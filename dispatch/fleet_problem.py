@@ -29,6 +29,7 @@ import numpy as np
 from django.conf import settings
 
 from core.rows import Shape
+from dispatch.insertion import insert_order
 from dispatch.solver import Job, Problem, Stop, Vehicle
 from dispatch.travel import travel_times
 from fleet.models import VehicleType
@@ -55,6 +56,9 @@ WAITING_DROP = Shape(
 # window is due: the solver's lateness starts there. Long enough that drops with windows come
 # first when couriers are short (docs/decisions.md).
 DUE_SLACK = timedelta(minutes=120)
+# Among how many of the couriers nearest its pickup a waiting order is placed in the fleet
+# search's start (start_of): the search moves it on from there.
+START_AMONG = 8
 
 GRAMS = Decimal(1000)
 
@@ -113,11 +117,14 @@ class Fleet:
             if not couriers:
                 continue
             jobs = [job for c in couriers for job in self.held[c]]
-            for order_id, order_kind in self.kind_of_order.items():
-                if order_kind == kind:
-                    jobs += self.waiting_jobs[order_id]
+            orders = [o for o, order_kind in self.kind_of_order.items() if order_kind == kind]
+            for order_id in orders:
+                jobs += self.waiting_jobs[order_id]
             vehicles = [self.vehicles[c] for c in couriers]
-            problems[kind] = Problem(self.places, {"default": self.matrix}, vehicles, jobs)
+            start = start_of(self, couriers, orders)
+            problems[kind] = Problem(
+                self.places, {"default": self.matrix}, vehicles, jobs, start=start
+            )
         return problems
 
     def holds(self, vehicle: Vehicle, jobs: list[Job], stops: list[Stop]) -> bool:
@@ -192,6 +199,54 @@ class Fleet:
             else:
                 held.append({"kind": DROP, "pass_order_id": order_id, "drop_id": stop.job})
         return held
+
+
+def start_of(fleet: Fleet, couriers: list[int], order_ids: list) -> dict[str, list]:
+    """Where the fleet's search starts (Problem.start): each courier's run as it is (held:
+    every parcel taken at their start, then their stops in today's order), and each waiting
+    order, the most urgent first, inserted where it adds least (dispatch/insertion.py) among
+    the START_AMONG couriers nearest its pickup. Measured on a busy afternoon of the full
+    simulated day (745 parcels, 60 couriers), the search from no routes at all took 3.5 s
+    whatever its share, its first descent alone 2.6 s; from here 1.3 s, its plan 35% shorter
+    and less late (docs/dispatch.md)."""
+    runs = {
+        c: [(("run", n), place) for n, place in enumerate(fleet.run_places(c))] for c in couriers
+    }
+    for order_id in sorted(order_ids, key=fleet.due_in):
+        jobs, pickup = fleet.waiting_jobs[order_id], fleet.pickup_place[order_id]
+        nearest = sorted(couriers, key=lambda c: fleet.matrix[fleet.vehicles[c].start, pickup])
+        tried = [
+            (insert_order(
+                fleet.matrix, start=fleet.vehicles[c].start, run=runs[c],
+                pickup=(("order", order_id), pickup),
+                drops=[(("drop", job.key), job.drop) for job in jobs],
+            ), c)
+            for c in nearest[:START_AMONG]
+        ]  # fmt: skip
+        best, courier = min(tried, key=lambda t: t[0].added_seconds)
+        places = dict(runs[courier]) | {("order", order_id): pickup}
+        places |= {("drop", job.key): job.drop for job in jobs}
+        runs[courier] = [(token, places[token]) for token in best.stops]
+    return {fleet.vehicles[c].key: _steps(fleet, c, [t for t, _ in runs[c]]) for c in couriers}
+
+
+def _steps(fleet: Fleet, courier_id: int, tokens: list) -> list[tuple[str, str]]:
+    """A courier's start as the solver's steps: their held parcels' pickups, then each token
+    (a stop of their run, a waiting order's pickup, one of its drops) in riding order."""
+    held = fleet.held[courier_id]
+    steps = [("pickup", job.key) for job in held]
+    run_keys = [
+        f"pickup:{stop.order_id}" if stop.kind == PICKUP else str(stop.drop_id)
+        for stop in fleet.run_stops[courier_id]
+    ]
+    for kind, value in tokens:
+        if kind == "run":
+            steps.append(("drop", run_keys[value]))
+        elif kind == "order":
+            steps += [("pickup", job.key) for job in fleet.waiting_jobs[value]]
+        else:
+            steps.append(("drop", value))
+    return steps
 
 
 def read_fleet(waiting: list, couriers: list, *, now: datetime) -> Fleet:

@@ -92,6 +92,11 @@ class Problem:
     jobs: list[Job]
     # What the objective minimises, per profile; None: the riding seconds themselves.
     distances: dict[str, np.ndarray] | None = None
+    # Where the search starts: each vehicle's steps in riding order, as (kind, Job.key) with
+    # kind "pickup" or "drop", every job once; None: from no routes at all. A start close to
+    # the answer spares the search's first descent, which places every job (seconds over a
+    # fleet's hundreds of jobs, whatever the time limit: PyVRP stops between descents).
+    start: dict[str, list[tuple[str, str]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +177,7 @@ def _compact(problem: Problem) -> tuple[Problem, list[int]]:
         distances=None
         if problem.distances is None
         else {profile: np.asarray(m)[rows] for profile, m in problem.distances.items()},
+        start=problem.start,
     ), used
 
 
@@ -180,12 +186,13 @@ def _solve(
 ) -> Plan:
     bound = _bound(problem)
     model = _Model(problem, bound)
+    start = model.solution(problem.start) if problem.start is not None else None
     if not whole_groups or not _may_split(problem, bound):
-        return model.plan(_search(model, seconds=seconds, seed=seed, stall=stall))
+        return model.plan(_search(model, seconds=seconds, seed=seed, stall=stall, start=start))
     # PyVRP has no "same vehicle" rule: half the time unbound; if it split a group, every
     # group of several jobs is bound to the vehicle carrying most of it (so none can split
     # in the second half), and the search goes on from there.
-    first = _search(model, seconds=seconds / 2, seed=seed, stall=stall)
+    first = _search(model, seconds=seconds / 2, seed=seed, stall=stall, start=start)
     holders, split = model.holders(first)
     if not split:
         return model.plan(first)
@@ -275,6 +282,40 @@ def _check(problem: Problem) -> None:
             raise ValueError(f"Job {job.key} is bound to an unknown vehicle {job.vehicle!r}.")
         if carriers.setdefault(job.group, job.vehicle) != job.vehicle:
             raise ValueError(f"Group {job.group} is bound to two vehicles.")
+    if problem.start is not None:
+        _check_start(problem, keys)
+
+
+def _check_start(problem: Problem, keys: set[str]) -> None:
+    """Problem.start names known vehicles, and every job once: its pickup (if it has one)
+    before its drop, on the vehicle it is bound to (if it is)."""
+    jobs = {job.key: job for job in problem.jobs}
+    expected = {
+        (k, job.key)
+        for job in problem.jobs
+        for k in ("pickup", "drop")
+        if k == "drop" or job.pickup is not None
+    }
+    seen: set[tuple[str, str]] = set()
+    for vehicle_key, steps in problem.start.items():
+        if vehicle_key not in keys:
+            raise ValueError(f"The start names an unknown vehicle {vehicle_key!r}.")
+        picked: set[str] = set()  # on this vehicle
+        for kind, key in steps:
+            job = jobs.get(key)
+            if (kind, key) not in expected or (kind, key) in seen:
+                raise ValueError(
+                    f"The start has step {kind} {key!r} more than once, or no such step."
+                )
+            if kind == "drop" and job.pickup is not None and key not in picked:
+                raise ValueError(f"The start drops {key!r} before its pickup on that vehicle.")
+            if job.vehicle is not None and job.vehicle != vehicle_key:
+                raise ValueError(f"The start puts {key!r} on a vehicle it is not bound to.")
+            seen.add((kind, key))
+            if kind == "pickup":
+                picked.add(key)
+    if seen != expected:
+        raise ValueError("The start leaves jobs out: every job's steps must be on a vehicle.")
 
 
 class _Model:
@@ -358,6 +399,25 @@ class _Model:
         """Each route with the vehicle riding it: a type's routes take its vehicles in turn."""
         free = [list(same) for same in self.types]
         return [(free[route.vehicle_type()].pop(0), route) for route in solution.routes()]
+
+    def solution(self, runs: dict[str, list[tuple[str, str]]]) -> pyvrp.Solution:
+        """Problem.start as PyVRP's solution: a route per vehicle with steps."""
+        index = {job.key: ("client", n) for n, job in enumerate(self.clients)}
+        index |= {job.key: ("shipment", n) for n, job in enumerate(self.shipments)}
+        routes = []
+        for vehicle_key, steps in runs.items():
+            activities = []
+            for kind, key in steps:
+                what, n = index[key]
+                if what == "client":
+                    activities.append(pyvrp.Activity(pyvrp.ActivityType.CLIENT, n))
+                elif kind == "pickup":
+                    activities.append(pyvrp.Activity(pyvrp.ActivityType.PICKUP, n))
+                else:
+                    activities.append(pyvrp.Activity(pyvrp.ActivityType.DELIVERY, n))
+            if activities:
+                routes.append(pyvrp.Route(self.data, activities, self.type_of[vehicle_key]))
+        return pyvrp.Solution(self.data, routes)
 
     def warm(self, solution: pyvrp.Solution, model: _Model) -> pyvrp.Solution:
         """The other model's solution of the same problem, as a start for this one."""

@@ -7,6 +7,7 @@ length worked out by hand; each test names the order a broken rule would give in
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dispatch.solver import Job, Plan, Problem, Vehicle, solve
 
@@ -261,3 +262,44 @@ def test_places_no_job_uses_are_left_out_and_stops_name_the_problems_own_places(
     assert [(stop.kind, stop.place) for stop in plan.runs["c"]] == [("pickup", 2), ("drop", 9)]
     assert [stop.arrival for stop in plan.runs["c"]] == [500, 1200]
     assert plan.cost == 1200
+
+
+def test_a_search_from_a_poor_start_finds_the_best_run_and_carries_every_job():
+    # Two parcels picked up at 1 and dropped at 2 and 3; the start rides 1→3→2 back and
+    # forth on the wrong vehicle's share of the work: the best is 0→1→2→3 (300 s) on "near".
+    places, riding = line(0, 1, 2, 3, 10)
+    jobs = [Job("a", "oa", drop=2, pickup=1), Job("b", "ob", drop=3, pickup=1)]
+    vehicles = [Vehicle("near", start=0), Vehicle("far", start=4)]
+    start = {"far": [("pickup", "b"), ("pickup", "a"), ("drop", "b"), ("drop", "a")]}
+    plan = solve(problem(places, riding, vehicles, jobs, start=start), seconds=SECONDS)
+    ridden = visits(plan, "near")
+    assert set(ridden[:2]) == {("pickup", "a"), ("pickup", "b")}  # both at 1, either first
+    assert ridden[2:] == [("drop", "a"), ("drop", "b")]
+    assert "far" not in plan.runs and plan.cost == 300 and plan.feasible
+
+
+@pytest.mark.parametrize(
+    ("start", "why"),
+    [
+        ({"c": [("pickup", "a"), ("drop", "a")]}, "leaves jobs out"),
+        (
+            {"c": [("drop", "a"), ("pickup", "a"), ("pickup", "b"), ("drop", "b")]},
+            "before its pickup",
+        ),
+        ({"c": [("pickup", "a"), ("pickup", "a"), ("drop", "a")]}, "more than once"),
+        (
+            {"x": [("pickup", "a"), ("drop", "a"), ("pickup", "b"), ("drop", "b")]},
+            "unknown vehicle",
+        ),
+        (
+            {"c": [("pickup", "a")], "d": [("drop", "a"), ("pickup", "b"), ("drop", "b")]},
+            "before its pickup",
+        ),
+    ],
+)
+def test_a_start_that_is_not_a_plan_of_every_job_is_refused(start, why):
+    places, riding = line(0, 1, 2)
+    jobs = [Job("a", "oa", drop=2, pickup=1), Job("b", "ob", drop=2, pickup=1)]
+    vehicles = [Vehicle("c", start=0), Vehicle("d", start=0)]
+    with pytest.raises(ValueError, match=why):
+        solve(problem(places, riding, vehicles, jobs, start=start), seconds=SECONDS)
