@@ -20,6 +20,7 @@ solver's places, vehicles and jobs (dispatch/solver.py).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -205,23 +206,23 @@ def start_of(fleet: Fleet, couriers: list[int], order_ids: list) -> dict[str, li
     """Where the fleet's search starts (Problem.start): each courier's run as it is (held:
     every parcel taken at their start, then their stops in today's order), and each waiting
     order, the most urgent first, inserted where it adds least (dispatch/insertion.py) among
-    the START_AMONG couriers nearest its pickup. Measured on a busy afternoon of the full
-    simulated day (745 parcels, 60 couriers), the search from no routes at all took 3.5 s
-    whatever its share, its first descent alone 2.6 s; from here 1.3 s, its plan 35% shorter
-    and less late (docs/dispatch.md)."""
+    the START_AMONG couriers nearest its pickup (docs/decisions.md, "The fleet's search
+    starts from the runs as they are")."""
     runs = {
         c: [(("run", n), place) for n, place in enumerate(fleet.run_places(c))] for c in couriers
     }
     for order_id in sorted(order_ids, key=fleet.due_in):
         jobs, pickup = fleet.waiting_jobs[order_id], fleet.pickup_place[order_id]
-        nearest = sorted(couriers, key=lambda c: fleet.matrix[fleet.vehicles[c].start, pickup])
+        nearest = heapq.nsmallest(
+            START_AMONG, couriers, key=lambda c: fleet.matrix[fleet.vehicles[c].start, pickup]
+        )
         tried = [
             (insert_order(
                 fleet.matrix, start=fleet.vehicles[c].start, run=runs[c],
                 pickup=(("order", order_id), pickup),
                 drops=[(("drop", job.key), job.drop) for job in jobs],
             ), c)
-            for c in nearest[:START_AMONG]
+            for c in nearest
         ]  # fmt: skip
         best, courier = min(tried, key=lambda t: t[0].added_seconds)
         places = dict(runs[courier]) | {("order", order_id): pickup}

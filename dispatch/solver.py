@@ -290,6 +290,7 @@ def _check_start(problem: Problem, keys: set[str]) -> None:
     """Problem.start names known vehicles, and every job once: its pickup (if it has one)
     before its drop, on the vehicle it is bound to (if it is)."""
     jobs = {job.key: job for job in problem.jobs}
+    bound = _bound(problem)  # a bound job binds its whole group
     expected = {
         (k, job.key)
         for job in problem.jobs
@@ -309,7 +310,7 @@ def _check_start(problem: Problem, keys: set[str]) -> None:
                 )
             if kind == "drop" and job.pickup is not None and key not in picked:
                 raise ValueError(f"The start drops {key!r} before its pickup on that vehicle.")
-            if job.vehicle is not None and job.vehicle != vehicle_key:
+            if bound.get(key, vehicle_key) != vehicle_key:
                 raise ValueError(f"The start puts {key!r} on a vehicle it is not bound to.")
             seen.add((kind, key))
             if kind == "pickup":

@@ -303,3 +303,13 @@ def test_a_start_that_is_not_a_plan_of_every_job_is_refused(start, why):
     vehicles = [Vehicle("c", start=0), Vehicle("d", start=0)]
     with pytest.raises(ValueError, match=why):
         solve(problem(places, riding, vehicles, jobs, start=start), seconds=SECONDS)
+
+
+def test_a_start_that_moves_a_job_bound_through_its_group_is_refused():
+    # "a" is bound to "c", and with it "b", of the same order: "b" cannot start on "d".
+    places, riding = line(0, 1, 2)
+    jobs = [Job("a", "o", drop=2, pickup=1, vehicle="c"), Job("b", "o", drop=2, pickup=1)]
+    vehicles = [Vehicle("c", start=0), Vehicle("d", start=0)]
+    start = {"c": [("pickup", "a"), ("drop", "a")], "d": [("pickup", "b"), ("drop", "b")]}
+    with pytest.raises(ValueError, match="not bound to"):
+        solve(problem(places, riding, vehicles, jobs, start=start), seconds=SECONDS)
